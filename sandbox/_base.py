@@ -1,0 +1,112 @@
+"""The sandbox contract: run argv in isolation, get an ExecResult back.
+
+A failing command is a *result* (non-zero ``returncode``, ``timed_out``, ``oom_killed``);
+only a broken provider raises (``SandboxUnavailable`` / ``InfraError``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from types import TracebackType
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ExecResult", "Limits", "Sandbox"]
+
+
+class Limits(BaseModel):
+    """Resource limits for one job. Defaults are deliberately small: RL rollouts are short."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timeout_s: float = Field(default=10.0, gt=0)
+    """Wall-clock limit; the job's whole process group is killed when it passes."""
+    memory_mb: int = Field(default=512, gt=0)
+    """Address-space / cgroup memory limit of the job."""
+    cpu_s: float | None = None
+    """CPU-time limit (RLIMIT_CPU); defaults to ``timeout_s`` + 1."""
+    pids: int = Field(default=64, gt=0)
+    """Maximum processes/threads of the job."""
+    output_bytes: int = Field(default=1 << 20, gt=0)
+    """Cap on captured stdout and on stderr each; the rest is dropped and ``truncated`` set."""
+    file_bytes: int = Field(default=64 << 20, gt=0)
+    """Largest file the job may write (RLIMIT_FSIZE)."""
+
+
+class ExecResult(BaseModel):
+    """What one command did. Never raised: inspect the fields."""
+
+    model_config = ConfigDict(frozen=True)
+
+    returncode: int
+    """Exit status; negative for death by signal (``-9`` for SIGKILL)."""
+    stdout: bytes = b""
+    stderr: bytes = b""
+    truncated: bool = False
+    """Output went past ``Limits.output_bytes`` and was cut."""
+    timed_out: bool = False
+    """The job was killed at ``Limits.timeout_s``."""
+    oom_killed: bool = False
+    """The job was killed for exceeding ``Limits.memory_mb``."""
+    duration_s: float = 0.0
+    cpu_s: float = 0.0
+    """User + system CPU seconds of the job and its children."""
+    peak_memory_mb: float = 0.0
+    """Peak resident memory of the job (max over its processes, as rusage reports)."""
+
+    @property
+    def ok(self) -> bool:
+        """Exited 0, not killed, not truncated."""
+        return self.returncode == 0 and not (self.timed_out or self.oom_killed)
+
+    def text(self, stream: str = "stdout") -> str:
+        """stdout/stderr decoded as UTF-8 with replacement."""
+        data = self.stdout if stream == "stdout" else self.stderr
+        return data.decode("utf-8", "replace")
+
+
+class Sandbox(ABC):
+    """An isolated place to run one job's commands, with its own work directory.
+
+    Use as ``async with``: ``close`` releases the slot (and wipes the work dir).
+    """
+
+    @abstractmethod
+    async def exec(
+        self,
+        argv: list[str],
+        *,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        limits: Limits | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` (never a shell string) in the work dir. ``timeout`` overrides
+        ``limits.timeout_s``. Raises only when the provider itself fails."""
+
+    @abstractmethod
+    async def write_files(self, files: dict[str, bytes | str], *, readonly: bool = False) -> None:
+        """Write files (paths relative to the work dir). ``readonly`` makes the job unable to
+        change or delete them (owned by another uid, mode 0444, in a 0555 directory)."""
+
+    @abstractmethod
+    async def read_file(self, path: str, *, max_bytes: int = 64 << 20) -> bytes:
+        """Read a file the job wrote. Raises ``FileNotFoundError`` when absent and
+        ``BadInput`` when larger than ``max_bytes``."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release the sandbox; idempotent."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

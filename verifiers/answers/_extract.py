@@ -1,0 +1,201 @@
+"""Finding the final answer inside a model's completion.
+
+Models wrap their final answer in many ways: ``\\boxed{42}``, ``<answer>42</answer>``,
+"The answer is 42.", "**Final Answer:** 42", or just a last line. Every answer verifier
+shares these helpers so that one trajectory is read the same way by all of them.
+
+All functions here are linear-time over the text (no backtracking-prone patterns): they run
+on untrusted model output inside the engine's event loop.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+__all__ = [
+    "Extract",
+    "answer_phrase",
+    "answer_tag",
+    "boxed_all",
+    "extract_answer",
+    "last_line",
+    "strip_thinking",
+    "unwrap_latex",
+]
+
+Extract = Literal["auto", "boxed", "answer_tag", "answer_phrase", "last_line", "full"]
+"""Where the answer is taken from: ``auto`` tries ``answer_tag``, ``boxed``, ``answer_phrase``
+and ``last_line`` in that order; the others use one place only; ``full`` takes the whole text."""
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+_ANSWER_TAG_OPEN = re.compile(r"<answer>(.*)\Z", re.S | re.I)
+# "The final answer is: X", "Answer: X", "**Final Answer**: X", "答案: X". The value runs to
+# the end of its line; callers trim sentence punctuation.
+_PHRASE = re.compile(
+    r"\b(?:final\s+answer|answer|correct\s+(?:option|choice))\b(?:[ \t]*\*\*)?"
+    r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be)\b[ \t]*[:：]?|[ \t]*[:：=])"
+    r"[ \t]*(?:\*\*)?[ \t]*(?P<value>[^\n]*)",
+    re.I,
+)
+_THINK_END = re.compile(r"</think(?:ing)?>", re.I)
+
+
+def strip_thinking(text: str) -> str:
+    """The text after the last ``</think>``; the whole text when there is none.
+
+    Reasoning models put scratch work (with many candidate answers) in a think block; the
+    answer is what follows it. An empty tail means the model never left its thinking, and
+    then the thinking is all there is to read.
+    """
+    last = None
+    for match in _THINK_END.finditer(text):
+        last = match
+    if last is None:
+        return text
+    tail = text[last.end() :]
+    return tail if tail.strip() else text[: last.start()]
+
+
+def boxed_all(text: str) -> list[str]:
+    """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` in order, braces balanced.
+
+    ``\\boxed 5`` (no braces, one token) is also accepted. An unbalanced box (the model ran
+    out of tokens) yields what follows it.
+    """
+    found: list[str] = []
+    pos = 0
+    while True:
+        match = _BOXED.search(text, pos)
+        if match is None:
+            return found
+        start = match.end()
+        if start < len(text) and text[start] == "{":
+            depth = 0
+            end = start
+            while end < len(text):
+                char = text[end]
+                if char == "\\":
+                    end += 2
+                    continue
+                if char == "{":
+                    depth += 1
+                elif char == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                end += 1
+            found.append(text[start + 1 : end])
+            pos = end + 1
+        else:
+            token = re.match(r"[^\s$\\]+", text[start:])
+            if token is not None:
+                found.append(token.group(0))
+            pos = start + 1
+
+
+def answer_tag(text: str) -> str | None:
+    """Content of the last ``<answer>...</answer>`` (or of an unclosed final ``<answer>``)."""
+    matches = _ANSWER_TAG.findall(text)
+    if matches:
+        return str(matches[-1]).strip()
+    unclosed = _ANSWER_TAG_OPEN.search(text)
+    return unclosed.group(1).strip() if unclosed else None
+
+
+def answer_phrase(text: str) -> str | None:
+    """The value after the last "answer is" / "Answer:" phrase that has a value on its line."""
+    value: str | None = None
+    for match in _PHRASE.finditer(text):
+        candidate = match.group("value").strip()
+        if candidate:
+            value = candidate
+    if value is None:
+        return None
+    return _trim_sentence(value)
+
+
+def last_line(text: str) -> str | None:
+    """The last non-blank line."""
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()
+    return None
+
+
+def _trim_sentence(value: str) -> str:
+    """Drop a trailing full stop and Markdown emphasis around a one-line answer."""
+    value = value.strip()
+    value = re.sub(r"^(?:\*\*|__)(.*?)(?:\*\*|__)(?=$|[\s.,;:!])", r"\1", value)
+    value = value.strip().rstrip(".;:!。").strip()
+    value = value.strip("*_").strip()
+    return value
+
+
+def extract_answer(text: str, how: Extract, *, thinking: bool = True) -> tuple[str | None, str]:
+    """The answer in ``text`` and where it was found.
+
+    Args:
+        text: The completion text.
+        how: Where to look (see :data:`Extract`).
+        thinking: Drop the ``<think>`` block first (see :func:`strip_thinking`).
+
+    Returns:
+        ``(answer, source)``; ``answer`` is None when nothing was found, ``source`` names the
+        place (``"boxed"``, ``"answer_phrase"`` ...) for feedback and details.
+    """
+    if thinking:
+        text = strip_thinking(text)
+    if how == "full":
+        stripped = text.strip()
+        return (stripped or None), "full"
+    order: tuple[Extract, ...] = (
+        ("answer_tag", "boxed", "answer_phrase", "last_line") if how == "auto" else (how,)
+    )
+    for place in order:
+        found: str | None
+        if place == "answer_tag":
+            found = answer_tag(text)
+            if found is not None:
+                boxed = boxed_all(found)
+                found = boxed[-1] if boxed else found
+        elif place == "boxed":
+            boxes = boxed_all(text)
+            found = boxes[-1].strip() if boxes else None
+        elif place == "answer_phrase":
+            found = answer_phrase(text)
+            if found is not None:
+                boxed = boxed_all(found)
+                found = boxed[-1] if boxed else found
+        else:
+            found = last_line(text)
+        if found:
+            return found, place
+    return None, how
+
+
+_TEXT_WRAPPERS = re.compile(
+    r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|mbox|operatorname|textnormal)\s*\{([^{}]*)\}"
+)
+
+
+def unwrap_latex(value: str) -> str:
+    """Remove presentation wrappers a model puts around a short answer.
+
+    ``$...$``, ``\\(...\\)``, ``\\[...\\]``, ``\\boxed{...}``, ``\\text{...}`` and Markdown
+    bold are dropped, keeping their content. The result is meant for string comparison, not
+    for math parsing (see :mod:`verifiers.answers._latex`).
+    """
+    previous = None
+    while previous != value:
+        previous = value
+        boxes = boxed_all(value)
+        if boxes and value.strip().startswith(("\\boxed", "\\fbox")):
+            value = boxes[-1]
+        value = _TEXT_WRAPPERS.sub(r"\1", value)
+        value = value.strip()
+        for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"), ("**", "**")):
+            if value.startswith(left) and value.endswith(right) and len(value) >= len(left) + len(right):
+                value = value[len(left) : len(value) - len(right)].strip()
+    return value

@@ -1,0 +1,111 @@
+"""Combining several checks (``task.checks``) into one result.
+
+Rules, in order:
+
+1. Any check that could not judge (``error``) makes the whole item ``error``: a partial score
+   over the checks that did run would be a fake number.
+2. ``skipped`` checks abstain: they drop out of the mean. All skipped -> ``skipped``.
+3. A ``required`` check that did not pass gates the reward to 0 (``fail``).
+4. ``combine``: ``mean`` (weighted by ``weight``), ``min``, or ``all`` (1 only if every
+   check passed, else 0).
+
+Components keep their names: ``<check name>`` holds that check's reward and
+``<check name>/<component>`` each of its own components, so trainers can log them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .types import Check, ErrorInfo, Result, Task
+
+__all__ = ["check_names", "combine"]
+
+
+def check_names(checks: Sequence[Check]) -> list[str]:
+    """Unique component names: ``check.name`` or the verifier name, suffixed on clashes."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for check in checks:
+        base = check.name or check.verifier
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        names.append(base if count == 0 else f"{base}#{count + 1}")
+    return names
+
+
+def combine(task: Task, results: Sequence[Result]) -> Result:
+    """Fold per-check results into one, following the module's rules."""
+    checks = task.checks or []
+    names = check_names(checks)
+    components: dict[str, float] = {}
+    feedback: list[str] = []
+    details: dict[str, object] = {"checks": {}}
+    per_check: dict[str, object] = {}
+    for name, result in zip(names, results, strict=True):
+        per_check[name] = {"status": result.status, "reward": result.reward}
+        if result.reward is not None:
+            components[name] = result.reward
+        for sub, value in result.components.items():
+            components[f"{name}/{sub}"] = value
+        if result.feedback:
+            feedback.append(f"[{name}] {result.feedback}")
+    details["checks"] = per_check
+
+    errors = [(n, r) for n, r in zip(names, results, strict=True) if r.status == "error"]
+    if errors:
+        name, first = errors[0]
+        assert first.error is not None
+        return Result(
+            reward=None,
+            status="error",
+            components=components,
+            feedback="\n".join(feedback),
+            details=details,
+            error=ErrorInfo(
+                kind=first.error.kind,
+                message=f"check {name!r}: {first.error.message}",
+                attempts=first.error.attempts,
+            ),
+        )
+
+    scored = [
+        (check, name, result)
+        for check, name, result in zip(checks, names, results, strict=True)
+        if result.status in ("pass", "fail")
+    ]
+    if not scored:
+        return Result(reward=None, status="skipped", feedback="\n".join(feedback), details=details)
+
+    gate_failed = [
+        name for check, name, result in scored if check.required and result.status != "pass"
+    ]
+    if gate_failed:
+        feedback.insert(0, f"required check(s) not passed: {', '.join(gate_failed)}")
+        return Result(
+            reward=0.0,
+            status="fail",
+            components=components,
+            feedback="\n".join(feedback),
+            details=details,
+        )
+
+    rewards = [float(result.reward or 0.0) for _, _, result in scored]
+    if task.combine == "min":
+        reward = min(rewards)
+    elif task.combine == "all":
+        reward = 1.0 if all(result.status == "pass" for _, _, result in scored) else 0.0
+    else:
+        total = sum(check.weight for check, _, _ in scored)
+        if total <= 0:
+            reward = sum(rewards) / len(rewards)
+        else:
+            reward = sum(c.weight * r for (c, _, _), r in zip(scored, rewards, strict=True)) / total
+    all_passed = all(result.status == "pass" for _, _, result in scored)
+    return Result(
+        reward=reward,
+        status="pass" if all_passed else "fail",
+        components=components,
+        feedback="\n".join(feedback),
+        details=details,
+    )

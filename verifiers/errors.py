@@ -1,0 +1,114 @@
+"""The one exception tree of ``verifiers``.
+
+Every exception the library raises on purpose derives from :class:`VerifierError`.
+The engine turns these into ``status="error"`` results at exactly one place (its error
+boundary); the ``kind`` attribute decides which :data:`~verifiers.types.ErrorKind` the
+result carries::
+
+    VerifierError                 kind="verifier"  a bug or unexpected state in a verifier
+    ├── BadInput                  kind="bad_input" the trajectory / spec / artifact is unusable
+    │   ├── UnknownVerifier       kind="bad_input" no verifier registered under that name
+    │   └── ResourceExhausted     kind="bad_input" judging the input needs more memory than allowed
+    ├── InfraError                kind="infra"     something outside the verifier broke
+    │   └── SandboxUnavailable    kind="infra"     no sandbox provider could be reached
+    ├── VerifierTimeout           kind="timeout"   the per-item deadline passed
+    └── MissingDependency         kind="infra"     an optional extra is not installed
+
+Only ``InfraError`` (and its subclasses) is retried by the engine. Nothing here derives from
+``BaseException``; timeouts are enforced by killing processes, never by ``signal.alarm``.
+
+A *model* failure (wrong answer, crashing candidate code) is never an exception: it is a
+``Result`` with ``status="fail"``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "BadInput",
+    "InfraError",
+    "MissingDependency",
+    "ResourceExhausted",
+    "SandboxUnavailable",
+    "UnknownVerifier",
+    "VerifierError",
+    "VerifierTimeout",
+]
+
+
+class VerifierError(Exception):
+    """Root of every exception raised by ``verifiers``.
+
+    Attributes:
+        kind: The ``ErrorInfo.kind`` an engine records when this escapes a verifier.
+        hint: An optional one-line fix a user can act on (printed by the CLI).
+    """
+
+    kind: ClassVar[str] = "verifier"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} ({self.hint})"
+        return self.message
+
+
+class BadInput(VerifierError):
+    """The input cannot be judged: malformed trajectory, invalid spec, unreadable artifact."""
+
+    kind = "bad_input"
+
+
+class UnknownVerifier(BadInput):
+    """No verifier is registered under the requested name."""
+
+    def __init__(self, name: str, installed: list[str]) -> None:
+        listing = ", ".join(installed) if installed else "none"
+        super().__init__(
+            f"unknown verifier {name!r}; installed: {listing}",
+            hint="check task.verifier, or install the plugin that provides it",
+        )
+        self.name = name
+        self.installed = installed
+
+
+class ResourceExhausted(BadInput):
+    """Judging this input ran past a worker's memory limit (a hostile or huge artifact).
+
+    Not retried: the same input would exhaust the same limit again.
+    """
+
+
+class InfraError(VerifierError):
+    """Something outside the verifier failed (sandbox, worker process, disk). Retried."""
+
+    kind = "infra"
+
+
+class SandboxUnavailable(InfraError):
+    """No sandbox could be started; ``hint`` says how to fix it."""
+
+
+class VerifierTimeout(VerifierError):
+    """The per-item deadline passed before the verifier finished."""
+
+    kind = "timeout"
+
+
+class MissingDependency(VerifierError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    kind = "infra"
+
+    def __init__(self, module: str, extra: str) -> None:
+        super().__init__(
+            f"optional dependency {module!r} is not installed",
+            hint=f"pip install 'verifiers[{extra}]'",
+        )
+        self.module = module
+        self.extra = extra

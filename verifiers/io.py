@@ -1,0 +1,533 @@
+"""Streaming trajectory input and result output: JSONL (and Parquet through pyarrow).
+
+Reading never raises for a bad *line*: every non-empty line of the input becomes exactly one
+item, either a :class:`~verifiers.types.Trajectory` or a ready-made ``error`` result of kind
+``bad_input`` carrying the 1-based line number, the reason and, when it can be recovered, the
+line's ``id``. Empty (whitespace-only) lines are skipped and produce nothing. Memory stays
+bounded: lines are read one at a time and a line longer than ``max_line_bytes`` is skipped in
+chunks without ever being held whole.
+
+Resuming (``verifiers score --resume``) relies on one invariant: results are written in input
+order, so an interrupted output file holds the results of a *prefix* of the input (possibly
+ending in a half-written line, which :func:`prepare_resume` truncates away). Lines are matched
+by id, counting repeats: if the output already holds ``k`` results with id ``"a"``, the first
+``k`` input lines with id ``"a"`` are skipped. Lines without an id are matched by position the
+same way (the ``k`` id-less results already written stand for the first ``k`` id-less input
+lines, i.e. for their line numbers), so files without ids resume correctly too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import ValidationError
+
+from .errors import BadInput
+from .types import Result, Trajectory
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "InputRecord",
+    "ResultWriter",
+    "ResumeState",
+    "iter_records",
+    "open_result_writer",
+    "prepare_resume",
+    "read_results",
+    "read_trajectories",
+    "validation_reason",
+]
+
+DEFAULT_MAX_LINE_BYTES = 32 * 1024 * 1024
+"""Longest accepted input line (32 MiB); longer lines become ``bad_input`` results."""
+
+_CHUNK = 1024 * 1024
+_ID_PEEK_BYTES = 64 * 1024
+_LEADING_ID = re.compile(rb'^\s*\{\s*"id"\s*:\s*("(?:[^"\\\n]|\\.){0,1024}"|-?\d{1,64})\s*[,}]')
+_TYPE_TAG = re.compile(r"^(str|int|float|bool|none|dict|list|function-\w+)(\[.*\])?$|\[")
+
+Format = Literal["jsonl", "parquet"]
+
+
+@dataclass(frozen=True, slots=True)
+class InputRecord:
+    """One non-empty input line: its 1-based line number and what it parsed into."""
+
+    line: int
+    item: Trajectory | Result
+
+    @property
+    def key(self) -> str | None:
+        """The id used to match this line with an existing result on ``--resume``."""
+        return self.item.id
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def _recover_id(raw: bytes) -> str | None:
+    """The ``id`` of a broken line when it is the line's first key (best effort)."""
+    match = _LEADING_ID.match(raw[:_ID_PEEK_BYTES])
+    if match is None:
+        return None
+    token = match.group(1)
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return None
+    return str(value) if isinstance(value, str | int) else None
+
+
+def validation_reason(exc: ValidationError, what: str = "trajectory") -> str:
+    """A short readable reason for a pydantic error, naming the offending field.
+
+    Union members (``completion.str``, ``completion.list[Message]``) are folded into their
+    field so the reason reads ``field 'completion': ...`` rather than listing type tags.
+    """
+    grouped: dict[str, list[str]] = {}
+    for err in exc.errors(include_url=False):
+        parts = [str(p) for p in err["loc"] if not _TYPE_TAG.search(str(p))]
+        loc = ".".join(parts)
+        msg = str(err["msg"])
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        msgs = grouped.setdefault(loc, [])
+        if msg not in msgs:
+            msgs.append(msg)
+    if not grouped:
+        return f"invalid {what}"
+    loc, msgs = next(iter(grouped.items()))
+    text = " or ".join([msgs[0], *(m[:1].lower() + m[1:] for m in msgs[1:])])
+    where = f"field '{loc}': " if loc else ""
+    more = len(grouped) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"invalid {what}: {where}{text}{suffix}"
+
+
+def _bad(line: int, reason: str, raw: bytes | None = None, ident: str | None = None) -> Result:
+    if ident is None and raw is not None:
+        ident = _recover_id(raw)
+    return Result.errored("bad_input", reason, line=line).model_copy(update={"id": ident})
+
+
+def _parse_slow(line: int, raw: bytes) -> Trajectory | Result:
+    """Classify why a line failed the fast path (or validate a dict-shaped line)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _bad(line, f"line is not valid UTF-8 (byte {exc.start})", raw)
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        detail = (
+            f"{exc.msg} (column {exc.colno})"
+            if isinstance(exc, json.JSONDecodeError)
+            else "nested too deeply"
+        )
+        return _bad(line, f"line is not valid JSON: {detail}", raw)
+    if not isinstance(obj, dict):
+        return _bad(line, f"line is JSON but not an object (got {type(obj).__name__})", raw)
+    raw_id = obj.get("id")
+    ident = str(raw_id) if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+    try:
+        return Trajectory.model_validate(obj)
+    except ValidationError as exc:
+        return _bad(line, validation_reason(exc), ident=ident)
+    except (ValueError, TypeError, RecursionError) as exc:
+        return _bad(line, f"invalid trajectory: {exc}", ident=ident)
+
+
+def parse_line(line: int, raw: bytes) -> Trajectory | Result:
+    """Parse one raw JSONL line (without its newline) into a trajectory or an error result."""
+    try:
+        return Trajectory.model_validate_json(raw)
+    except (ValidationError, ValueError, RecursionError):
+        return _parse_slow(line, raw)
+
+
+def _open_input(path: Path) -> IO[bytes]:
+    """Open ``path`` for reading, turning user-fixable problems into :class:`BadInput`."""
+    if path.is_dir():
+        raise BadInput(f"{str(path)!r} is a directory", hint="give a .jsonl or .parquet file")
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise BadInput(f"input file {str(path)!r} not found") from None
+    except PermissionError:
+        raise BadInput(f"input file {str(path)!r} is not readable") from None
+    except OSError as exc:
+        raise BadInput(f"cannot open {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def _iter_jsonl(path: Path, max_line_bytes: int) -> Iterator[InputRecord]:
+    with _open_input(path) as handle:
+        number = 0
+        while True:
+            raw = handle.readline(max_line_bytes + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                head = raw[:_ID_PEEK_BYTES]
+                size = len(raw)
+                while True:  # discard the rest of the line in bounded chunks
+                    chunk = handle.readline(_CHUNK)
+                    size += len(chunk)
+                    if not chunk or chunk.endswith(b"\n"):
+                        break
+                reason = (
+                    f"line is too large ({size:,} bytes > limit of {max_line_bytes:,} bytes;"
+                    " raise it with --max-line-bytes)"
+                )
+                yield InputRecord(number, _bad(number, reason, head))
+                continue
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            raw = raw.rstrip(b"\r\n")
+            if not raw.strip():
+                continue
+            yield InputRecord(number, parse_line(number, raw))
+
+
+def _strip_nones(value: Any) -> Any:
+    """Drop ``None`` struct fields pyarrow adds for keys a row never had."""
+    if isinstance(value, dict):
+        return {k: _strip_nones(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_strip_nones(v) for v in value]
+    return value
+
+
+_JSON_COLUMNS = ("prompt", "completion", "task", "artifacts", "metadata")
+
+
+def _iter_parquet(path: Path) -> Iterator[InputRecord]:
+    if not path.exists():
+        raise BadInput(f"input file {str(path)!r} not found")
+    if path.is_dir():
+        raise BadInput(f"{str(path)!r} is a directory", hint="give a .jsonl or .parquet file")
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        from .errors import MissingDependency
+
+        raise MissingDependency("pyarrow", "all") from None
+    try:
+        reader = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
+        raise BadInput(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+    number = 0
+    for batch in reader.iter_batches(batch_size=4096):
+        for row in batch.to_pylist():
+            number += 1
+            obj: dict[str, Any] = {}
+            for key, value in row.items():
+                if value is None:
+                    continue
+                if key in _JSON_COLUMNS and isinstance(value, str) and key != "prompt":
+                    # Nested fields may be stored as JSON text (lossless); plain strings are
+                    # only valid for prompt/completion, so try JSON first for the others.
+                    if key != "completion" or value.lstrip().startswith("["):
+                        try:
+                            value = json.loads(value)
+                        except ValueError:
+                            pass
+                obj[key] = _strip_nones(value) if key in ("task", "artifacts") else value
+            raw_id = obj.get("id")
+            ident = str(raw_id) if isinstance(raw_id, str | int) else None
+            try:
+                yield InputRecord(number, Trajectory.model_validate(obj))
+            except ValidationError as exc:
+                yield InputRecord(number, _bad(number, validation_reason(exc), ident=ident))
+
+
+def detect_format(path: Path) -> Format:
+    """``parquet`` for ``*.parquet``/``*.pq`` files, else ``jsonl``."""
+    return "parquet" if path.suffix.lower() in (".parquet", ".pq") else "jsonl"
+
+
+def iter_records(
+    path: Path,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    fmt: Format | None = None,
+) -> Iterator[InputRecord]:
+    """Every non-empty input line as an :class:`InputRecord`, in order, streaming.
+
+    Raises:
+        BadInput: the file is missing, a directory, unreadable, or not Parquet when it should
+            be. Problems *inside* a line never raise; they become error records.
+    """
+    fmt = fmt or detect_format(path)
+    if fmt == "parquet":
+        return _iter_parquet(path)
+    if path.is_dir():  # fail at call time, not at first next()
+        raise BadInput(f"{str(path)!r} is a directory", hint="give a .jsonl or .parquet file")
+    if not path.exists():
+        raise BadInput(f"input file {str(path)!r} not found")
+    return _iter_jsonl(path, max_line_bytes)
+
+
+def read_trajectories(
+    path: Path,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    fmt: Format | None = None,
+) -> Iterator[Trajectory | Result]:
+    """Trajectories (or ``bad_input`` results for broken lines), in input order."""
+    for record in iter_records(path, max_line_bytes=max_line_bytes, fmt=fmt):
+        yield record.item
+
+
+def read_results(path: Path) -> Iterator[Result]:
+    """Results from a scored JSONL (or Parquet) file, in order; unparsable lines are skipped.
+
+    Raises:
+        BadInput: the file is missing or is a directory.
+    """
+    if detect_format(path) == "parquet":
+        yield from _read_parquet_results(path)
+        return
+    with _open_input(path) as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                yield Result.model_validate_json(raw)
+            except ValueError:
+                continue
+
+
+# -- resume ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ResumeState:
+    """What an earlier, interrupted run already wrote: result counts per id (``None`` for
+    results without an id). :meth:`consume` says whether an input line is already done."""
+
+    done: Counter[str | None]
+    results: int = 0
+    truncated_bytes: int = 0
+
+    def consume(self, key: str | None) -> bool:
+        """True (and count it) when a result for this input line is already in the output."""
+        left = self.done.get(key, 0)
+        if left <= 0:
+            return False
+        self.done[key] = left - 1
+        return True
+
+
+def prepare_resume(output: Path) -> ResumeState:
+    """Read ids already in ``output`` and cut a half-written last line (after ``kill -9``).
+
+    A missing output file means nothing is done yet. A complete line that is not a result is
+    tolerated only as the last line (a crash between two writes); elsewhere the file is not a
+    scored file and resuming into it would be wrong.
+
+    Raises:
+        BadInput: ``output`` is a directory, unreadable, or not a scored JSONL file.
+    """
+    state = ResumeState(done=Counter())
+    if not output.exists():
+        return state
+    if output.is_dir():
+        raise BadInput(f"output {str(output)!r} is a directory")
+    if detect_format(output) == "parquet":
+        raise BadInput("--resume needs a JSONL output file", hint="use --format jsonl")
+    try:
+        handle = output.open("r+b")
+    except OSError as exc:
+        raise BadInput(f"cannot open {str(output)!r} for resuming: {exc.strerror}") from None
+    with handle:
+        good_end = 0
+        number = 0
+        pending_bad: int | None = None
+        while True:
+            raw = handle.readline()
+            if not raw:
+                break
+            number += 1
+            if not raw.endswith(b"\n"):
+                break  # half-written tail: truncated below
+            if pending_bad is not None:
+                raise BadInput(
+                    f"line {pending_bad} of {str(output)!r} is not a result; refusing to resume",
+                    hint="write to a new output file, or delete this one",
+                )
+            if not raw.strip():
+                good_end = handle.tell()
+                continue
+            try:
+                result = Result.model_validate_json(raw)
+            except ValueError:
+                pending_bad = number
+                continue
+            state.done[result.id] += 1
+            state.results += 1
+            good_end = handle.tell()
+        size = handle.seek(0, os.SEEK_END)
+        if size > good_end:
+            handle.truncate(good_end)
+            state.truncated_bytes = size - good_end
+    return state
+
+
+def skip_done(records: Iterable[InputRecord], state: ResumeState) -> Iterator[InputRecord]:
+    """The records whose results are not in the output yet (see module docs)."""
+    for record in records:
+        if not state.consume(record.key):
+            yield record
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+class ResultWriter:
+    """Appends results as JSONL, flushing at least every ``flush_s`` seconds.
+
+    A result is written with one ``write`` call; after a crash the file holds whole lines
+    plus at most one partial line, which :func:`prepare_resume` removes.
+    """
+
+    def __init__(self, path: Path, *, append: bool = False, flush_s: float = 0.5) -> None:
+        self.path = path
+        self.count = 0
+        self._flush_s = flush_s
+        self._last_flush = time.monotonic()
+        self._handle: IO[bytes] = _open_output(path, "ab" if append else "wb")
+
+    def write(self, result: Result) -> None:
+        """Write one result line."""
+        self._handle.write(result.model_dump_json().encode() + b"\n")
+        self.count += 1
+        if self.count & 0xFF == 0:
+            now = time.monotonic()
+            if now - self._last_flush >= self._flush_s:
+                self._handle.flush()
+                self._last_flush = now
+
+    def flush(self) -> None:
+        """Push buffered lines to the OS (they survive a ``kill -9`` from then on)."""
+        self._handle.flush()
+        self._last_flush = time.monotonic()
+
+    def close(self) -> None:
+        """Flush and close the file."""
+        if not self._handle.closed:
+            self._handle.flush()
+            self._handle.close()
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _open_output(path: Path, mode: str) -> IO[bytes]:
+    if path.is_dir():
+        raise BadInput(f"output {str(path)!r} is a directory", hint="give a file path with -o")
+    try:
+        return path.open(mode, buffering=1024 * 1024)
+    except FileNotFoundError:
+        raise BadInput(
+            f"output directory {str(path.parent)!r} does not exist", hint="create it first"
+        ) from None
+    except OSError as exc:
+        raise BadInput(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+
+
+_RESULT_JSON_COLUMNS = ("components", "details", "error")
+
+
+class ParquetResultWriter(ResultWriter):
+    """Writes results to Parquet in row groups; nested fields are JSON text columns."""
+
+    def __init__(self, path: Path, *, batch: int = 10_000) -> None:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            from .errors import MissingDependency
+
+            raise MissingDependency("pyarrow", "all") from None
+        self.path = path
+        self.count = 0
+        self._pa = pa
+        self._batch = batch
+        self._rows: list[dict[str, Any]] = []
+        self._handle = _open_output(path, "wb")
+        self._schema = pa.schema(
+            [
+                ("id", pa.string()),
+                ("reward", pa.float64()),
+                ("status", pa.string()),
+                ("components", pa.string()),
+                ("feedback", pa.string()),
+                ("details", pa.string()),
+                ("error", pa.string()),
+                ("verifier", pa.string()),
+                ("duration_s", pa.float64()),
+                ("cached", pa.bool_()),
+            ]
+        )
+        self._writer = pq.ParquetWriter(self._handle, self._schema)
+
+    def write(self, result: Result) -> None:
+        row = result.model_dump(mode="json")
+        for key in _RESULT_JSON_COLUMNS:
+            row[key] = None if row[key] is None else json.dumps(row[key])
+        self._rows.append(row)
+        self.count += 1
+        if len(self._rows) >= self._batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._rows:
+            table = self._pa.Table.from_pylist(self._rows, schema=self._schema)
+            self._writer.write_table(table)
+            self._rows = []
+
+    def close(self) -> None:
+        if not self._handle.closed:
+            self.flush()
+            self._writer.close()
+            self._handle.close()
+
+
+def _read_parquet_results(path: Path) -> Iterator[Result]:
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
+        for row in batch.to_pylist():
+            for key in _RESULT_JSON_COLUMNS:
+                if isinstance(row.get(key), str):
+                    row[key] = json.loads(row[key])
+            try:
+                yield Result.model_validate(row)
+            except ValidationError:
+                continue
+
+
+def open_result_writer(path: Path, *, fmt: Format = "jsonl", append: bool = False) -> ResultWriter:
+    """A writer for ``path`` in ``fmt``.
+
+    Raises:
+        BadInput: the output is a directory, its directory is missing, or it is not writable;
+            appending to Parquet is not possible.
+    """
+    if fmt == "parquet":
+        if append:
+            raise BadInput("cannot append to a Parquet file", hint="use --format jsonl")
+        return ParquetResultWriter(path)
+    return ResultWriter(path, append=append)
