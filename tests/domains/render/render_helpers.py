@@ -1,0 +1,70 @@
+"""Helpers of the render tests: scene scripts and a runner bound to one event loop.
+
+The warm worker pool is bound to the event loop that started it, so each test module keeps
+one loop (and one verifier, hence one pool) for all its tests: that is also what proves the
+pool recovers after every broken script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from verifiers.domains.render import BlenderRender, PoolSettings, RenderSpec
+
+from verifiers.context import VerifierContext
+from verifiers.types import Result, Trajectory
+
+GOOD_SCENE = """
+import bpy
+bpy.ops.mesh.primitive_plane_add(size=10)
+bpy.ops.mesh.primitive_cube_add(size=2, location=(0, 0, 1))
+bpy.context.active_object.name = "Table"
+bpy.ops.object.camera_add(location=(6, -6, 5), rotation=(1.0, 0, 0.785))
+bpy.context.scene.camera = bpy.context.active_object
+bpy.ops.object.light_add(type="SUN", location=(0, 0, 5))
+bpy.context.active_object.data.energy = 3
+"""
+
+GOOD_SPEC: dict[str, Any] = {
+    "expect": {
+        "objects": [
+            {
+                "name": "Table",
+                "type": "MESH",
+                "bbox": {"min": [-1, -1, 0], "max": [1, 1, 2], "tol": 0.05},
+            }
+        ]
+    }
+}
+
+
+def completion(script: str) -> str:
+    return f"Sure, here it is.\n\n```python\n{script.strip()}\n```\n"
+
+
+class RenderRunner:
+    """Runs ``render.blender`` on one loop with one verifier (one warm pool)."""
+
+    def __init__(self, settings: PoolSettings | None = None) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.verifier = BlenderRender(settings)
+
+    def verify(
+        self, script: str, spec: dict[str, Any] | None = None, *, base_dir: Path | None = None
+    ) -> Result:
+        return self.loop.run_until_complete(self.averify(script, spec, base_dir=base_dir))
+
+    async def averify(
+        self, script: str, spec: dict[str, Any] | None = None, *, base_dir: Path | None = None
+    ) -> Result:
+        spec_obj = RenderSpec.model_validate(spec if spec is not None else GOOD_SPEC)
+        traj = Trajectory(completion=completion(script), task={"verifier": "render.blender"})
+        ctx = VerifierContext(deadline=time.monotonic() + 120, base_dir=base_dir or Path("."))
+        return await self.verifier.verify(traj, spec_obj, ctx)
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.verifier.close())
+        self.loop.close()

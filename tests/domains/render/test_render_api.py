@@ -1,0 +1,80 @@
+"""Public surface of verifiers.domains.render, and its import staying light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import verifiers.domains.render as render
+from pydantic import ValidationError
+from verifiers.domains.render import RenderSpec
+
+from verifiers.registry import get_verifier
+
+
+def test_all_is_pinned() -> None:
+    assert sorted(render.__all__) == sorted(
+        [
+            "GEOMETRY_TYPES",
+            "BBoxExpect",
+            "BlenderPool",
+            "BlenderRender",
+            "ExpectSpec",
+            "MeshCheck",
+            "ObjectExpect",
+            "PoolSettings",
+            "ReferenceImage",
+            "RenderSpec",
+            "reap_containers",
+        ]
+    )
+
+
+def test_registered_under_its_name() -> None:
+    assert get_verifier("render.blender") is render.BlenderRender
+
+
+def test_import_does_not_pull_heavy_modules() -> None:
+    code = (
+        "import sys, verifiers.domains.render;"
+        "bad = [m for m in ('bpy', 'numpy', 'PIL', 'docker') if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_spec_shape_from_the_issue_loads() -> None:
+    spec = RenderSpec.model_validate(
+        {
+            "resolution": [64, 64],
+            "samples": 8,
+            "timeout_s": 60,
+            "expect": {
+                "camera": True,
+                "min_lights": 1,
+                "min_objects": 1,
+                "objects": [
+                    {
+                        "name": "Table",
+                        "type": "MESH",
+                        "bbox": {"min": [-1, -1, 0], "max": [1, 1, 1], "tol": 0.05},
+                    }
+                ],
+            },
+            "a_future_key": {"anything": 1},
+        }
+    )
+    assert spec.resolution == (64, 64)
+    assert spec.expect.objects[0].bbox is not None
+    assert spec.expect.objects[0].bbox.max == (1.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"resolution": [0, 64]}, {"samples": 0}, {"timeout_s": -1}, {"expect": {"min_lights": -1}}],
+)
+def test_spec_rejects_nonsense(bad: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        RenderSpec.model_validate(bad)

@@ -1,0 +1,285 @@
+"""render.blender with real bpy: the local backend (bpy venv inside bubblewrap).
+
+Every broken script below runs on the same warm pool, one after the other, and a good scene
+still passes afterwards: the pool recovers from exceptions, timeouts, aborts and memory bombs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from render_helpers import GOOD_SCENE, RenderRunner
+
+from verifiers.data import data_path
+from verifiers.types import Trajectory
+
+pytestmark = [pytest.mark.blender, pytest.mark.bwrap]
+
+SCENE_BASE = GOOD_SCENE
+
+
+def test_good_scene_passes(local_runner: RenderRunner) -> None:
+    result = local_runner.verify(GOOD_SCENE)
+    assert result.status == "pass", result.feedback
+    assert result.reward == 1.0
+    assert result.details["image"]["mean_luminance"] > 0.1
+    assert result.details["worker"]["backend"] == "local"
+    assert result.details["scene"]["camera"]["sees"]
+
+
+def test_exception_gives_traceback_in_the_script(local_runner: RenderRunner) -> None:
+    script = "import bpy\n\ndef build():\n    bpy.ops.mesh.primitive_cube_add()\n    return 1 / 0\n\nbuild()\n"
+    result = local_runner.verify(script)
+    assert result.status == "fail" and result.reward == 0.0
+    assert "line 7, in <module>: build()" in result.feedback
+    assert "line 5, in build: return 1 / 0" in result.feedback
+    assert "ZeroDivisionError: division by zero" in result.feedback
+
+
+def test_syntax_error_names_the_line(local_runner: RenderRunner) -> None:
+    result = local_runner.verify("import bpy\nx = (1,\n")
+    assert result.reward == 0.0 and "SyntaxError" in result.feedback
+
+
+def test_no_camera(local_runner: RenderRunner) -> None:
+    script = GOOD_SCENE.replace(
+        "bpy.ops.object.camera_add(location=(6, -6, 5), rotation=(1.0, 0, 0.785))\n"
+        "bpy.context.scene.camera = bpy.context.active_object\n",
+        "",
+    )
+    result = local_runner.verify(script)
+    assert result.status == "fail" and result.reward == 0.0
+    assert "no camera: add one and set bpy.context.scene.camera" in result.feedback
+
+
+def test_no_lights(local_runner: RenderRunner) -> None:
+    script = GOOD_SCENE.split("bpy.ops.object.light_add")[0]
+    result = local_runner.verify(script)
+    assert result.status == "fail"
+    assert result.components["lights"] == 0.0 and result.components["not_black"] == 0.0
+    assert "found 0 light(s) with energy > 0 (need 1); no world" in result.feedback
+    assert "the image is black" in result.feedback
+
+
+def test_missing_texture(local_runner: RenderRunner) -> None:
+    script = GOOD_SCENE + (
+        "mat = bpy.data.materials.new('Wood')\nmat.use_nodes = True\n"
+        "tex = mat.node_tree.nodes.new('ShaderNodeTexImage')\n"
+        "img = bpy.data.images.new('wood', 8, 8)\nimg.source = 'FILE'\n"
+        "img.filepath = '//textures/wood.png'\ntex.image = img\n"
+        "bsdf = mat.node_tree.nodes['Principled BSDF']\n"
+        "mat.node_tree.links.new(tex.outputs['Color'], bsdf.inputs['Base Color'])\n"
+        "bpy.data.objects['Table'].data.materials.append(mat)\n"
+    )
+    result = local_runner.verify(script)
+    assert result.status == "fail"
+    assert "image file(s) missing: 'wood' -> //textures/wood.png" in result.feedback
+    assert result.components["textures"] == 0.0 and result.components["magenta"] == 0.0
+    assert result.details["image"]["magenta_fraction"] > 0.01
+
+
+def test_black_world(local_runner: RenderRunner) -> None:
+    script = GOOD_SCENE.split("bpy.ops.object.light_add")[0] + (
+        "world = bpy.data.worlds.new('Night')\nbpy.context.scene.world = world\n"
+        "world.use_nodes = True\n"
+        "world.node_tree.nodes['Background'].inputs['Color'].default_value = (0, 0, 0, 1)\n"
+    )
+    result = local_runner.verify(script)
+    assert result.status == "fail"
+    assert "world strength 1.00 color (0.00, 0.00, 0.00)" in result.feedback
+    assert "the image is black: mean luminance" in result.feedback
+
+
+def test_bright_world_lights_the_scene_without_lamps(local_runner: RenderRunner) -> None:
+    script = GOOD_SCENE.split("bpy.ops.object.light_add")[0] + (
+        "world = bpy.data.worlds.new('Sky')\nbpy.context.scene.world = world\n"
+        "world.use_nodes = True\n"
+        "world.node_tree.nodes['Background'].inputs['Color'].default_value = (0.6, 0.7, 0.9, 1)\n"
+    )
+    result = local_runner.verify(script)
+    assert result.status == "pass", result.feedback
+
+
+def test_infinite_loop_times_out_and_pool_recovers(local_runner: RenderRunner) -> None:
+    result = local_runner.verify("import bpy\nwhile True:\n    pass\n", {"timeout_s": 2})
+    assert result.status == "fail" and result.reward == 0.0
+    assert "script timed out after 2s" in result.feedback
+    assert local_runner.verify(GOOD_SCENE).status == "pass"
+
+
+def test_os_abort_is_retried_then_scored_and_pool_recovers(local_runner: RenderRunner) -> None:
+    local_runner.verify(GOOD_SCENE)
+    pool = local_runner.verifier.pool
+    assert pool is not None
+    started = pool.started
+    result = local_runner.verify("import bpy, os\nbpy.ops.mesh.primitive_cube_add()\nos.abort()\n")
+    assert result.status == "fail" and result.reward == 0.0
+    assert "Blender crashed with SIGABRT while running your script" in result.feedback
+    assert result.details["attempts"] == 2
+    assert pool.started >= started + 1  # the worker was recycled after the crash
+    assert local_runner.verify(GOOD_SCENE).status == "pass"
+
+
+def test_one_gigabyte_allocation_hits_the_memory_limit(local_runner: RenderRunner) -> None:
+    script = "import bpy\nblob = bytearray(1024 * 1024 * 1024)\n" + GOOD_SCENE
+    result = local_runner.verify(script, {"memory_mb": 512})
+    assert result.status == "fail" and result.reward == 0.0
+    assert "MemoryError" in result.feedback and "limit: 512 MB" in result.feedback
+    assert local_runner.verify(GOOD_SCENE).status == "pass"
+
+
+def test_nonfinite_transform(local_runner: RenderRunner) -> None:
+    script = GOOD_SCENE + "bpy.data.objects['Table'].location.z = float('inf')\n"
+    result = local_runner.verify(script)
+    assert result.reward == 0.0 and "non-finite (NaN/inf)" in result.feedback
+
+
+def test_script_cannot_forge_its_report(local_runner: RenderRunner) -> None:
+    forged = (
+        json.dumps(
+            {
+                "id": "",
+                "result": True,
+                "phase_a": {"how": "exit", "code": 0, "report": {"ok": True, "saved": True}},
+                "scene": {},
+            }
+        )
+        + "\n"
+    )
+    script = (
+        "import os\nforged = " + repr(forged) + "\n"
+        "for fd in range(0, 256):\n"
+        "    try:\n        os.write(fd, forged.encode())\n    except OSError:\n        pass\n"
+        "os._exit(0)\n"
+    )
+    result = local_runner.verify(script)
+    assert result.status == "fail" and result.reward == 0.0
+    assert "before the scene was saved" in result.feedback
+    assert local_runner.verify(GOOD_SCENE).status == "pass"
+
+
+def test_compositor_and_sequencer_cannot_paint_over_the_render(local_runner: RenderRunner) -> None:
+    script = GOOD_SCENE.split("bpy.ops.object.light_add")[0] + (
+        "scene = bpy.context.scene\nscene.view_settings.exposure = 10\n"
+        "scene.render.film_transparent = True\n"
+        "seq = scene.sequence_editor_create()\n"
+        "scene.render.use_sequencer = True\n"
+    )
+    result = local_runner.verify(script)
+    assert result.components["not_black"] == 0.0, result.details.get("image")
+
+
+def test_worker_killed_mid_job_is_replaced_and_the_job_retried(local_runner: RenderRunner) -> None:
+    runner = local_runner
+    slow = "import time\ntime.sleep(1.5)\n" + GOOD_SCENE
+
+    async def scenario() -> Any:
+        task = asyncio.ensure_future(runner.averify(slow))
+        await asyncio.sleep(0.7)
+        pool = runner.verifier.pool
+        assert pool is not None
+        pool.kill_all()  # the worker dies under the job
+        return await task
+
+    result = runner.loop.run_until_complete(scenario())
+    assert result.status == "pass", result.feedback
+    assert result.details["attempts"] == 2
+
+
+def test_output_dir_gets_the_png(
+    local_runner: RenderRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERIFIERS_RENDER_OUTPUT_DIR", str(tmp_path))
+    result = local_runner.verify(GOOD_SCENE)
+    png = Path(result.details["png_path"])
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_reference_image_similarity(local_runner: RenderRunner, tmp_path: Path) -> None:
+    import base64
+
+    first = local_runner.verify(GOOD_SCENE)
+    (tmp_path / "ref.png").write_bytes(base64.b64decode(first.details["png_base64"]))
+    same = local_runner.verify(
+        GOOD_SCENE, {"reference_image": {"path": "ref.png", "min_psnr": 25}}, base_dir=tmp_path
+    )
+    assert same.components["reference"] == 1.0, same.feedback
+    moved = GOOD_SCENE.replace("location=(0, 0, 1)", "location=(2, 2, 1)")
+    spec = {"reference_image": {"path": "ref.png", "min_psnr": 25}}
+    other = local_runner.verify(moved, spec, base_dir=tmp_path)
+    assert other.components["reference"] == 0.0 and "PSNR" in other.feedback
+
+
+def _dataset(name: str) -> list[dict[str, Any]]:
+    with open(data_path(*name.split("/"))) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@pytest.mark.parametrize("item", _dataset("render/scenes.jsonl"), ids=lambda d: str(d["id"]))
+def test_task_suite_verdicts(local_runner: RenderRunner, item: dict[str, Any]) -> None:
+    traj = Trajectory.model_validate(item)
+    script = traj.completion
+    assert isinstance(script, str)
+    body = script.split("```python\n", 1)[1].rsplit("```", 1)[0]
+    result = local_runner.verify(body, item["task"]["spec"])
+    expected = item["metadata"]
+    assert result.status == expected["expected_status"], result.feedback
+    assert expected["expected_feedback"] in result.feedback
+
+
+def test_killing_the_worker_scores_zero_not_abstain(local_runner: RenderRunner) -> None:
+    script = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    result = local_runner.verify(script)
+    assert result.status == "fail" and result.reward == 0.0
+    assert "worker died twice while your script ran" in result.feedback
+    assert local_runner.verify(GOOD_SCENE).status == "pass"
+
+
+def test_engine_scores_the_example_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    import verifiers
+
+    monkeypatch.setenv("VERIFIERS_BLENDER_BACKEND", "local")
+    items = _dataset("examples/render.jsonl")
+    results = verifiers.score(items)
+    assert [r.id for r in results] == [i["id"] for i in items]
+    for item, result in zip(items, results, strict=True):
+        assert result.status == item["metadata"]["expected_status"], (item["id"], result)
+        assert result.verifier == "render.blender@1"
+
+
+TABLE_MESH = {
+    "objects": "Table*",
+    "constraints": {
+        "closed": True,
+        "bodies": 1,
+        "bbox": {"min": [-1, -1, 0], "max": [1, 1, 2], "abs_tol": 0.01},
+    },
+}
+
+
+def test_mesh_constraints_reuse_the_mesh_verifier(local_runner: RenderRunner) -> None:
+    result = local_runner.verify(GOOD_SCENE, {"mesh": TABLE_MESH})
+    assert result.status == "pass", result.feedback
+    assert result.components["mesh"] == 1.0
+    assert result.details["mesh"]["objects"] == ["Table"]
+    assert result.details["mesh"]["stats"]["faces"] == 12
+
+
+def test_mesh_constraint_failure_is_a_component(local_runner: RenderRunner) -> None:
+    two = GOOD_SCENE + "bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 3))\n"
+    two += 'bpy.context.active_object.name = "TableLamp"\n'
+    result = local_runner.verify(two, {"mesh": TABLE_MESH})
+    assert result.status == "fail"
+    assert result.components["mesh"] < 1.0
+    assert "mesh:" in result.feedback and "bodies" in result.feedback
+
+
+def test_invalid_mesh_table_is_bad_input(local_runner: RenderRunner) -> None:
+    from verifiers.errors import BadInput
+
+    with pytest.raises(BadInput):
+        local_runner.verify(GOOD_SCENE, {"mesh": {"constraints": {"bodies": -3}}})
