@@ -6,13 +6,15 @@ import importlib
 import re
 from typing import Any
 
+from pydantic import ConfigDict
+
 from ..errors import BadInput
 from ..protocol import Spec
-from ._extract import Extract
 
 __all__ = [
     "AnswerSpec",
     "RegexTimeout",
+    "SafePattern",
     "compile_pattern",
     "quote",
     "references_as_text",
@@ -25,17 +27,16 @@ MAX_PATTERN_CHARS = 2_000
 class AnswerSpec(Spec):
     """Settings common to ``answer.*`` verifiers."""
 
-    extract: Extract = "auto"
-    """Where the answer is read from: ``auto`` (``<answer>`` tag, then the last ``\\boxed{}``,
-    then "The answer is ..." / "Answer: ...", then the last line), ``boxed``, ``answer_tag``,
-    ``answer_phrase``, ``last_line`` or ``full`` (the whole completion)."""
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     strip_thinking: bool = True
     """Ignore everything up to the last ``</think>``: scratch work holds discarded answers."""
     reveal_reference: bool = True
     """Name the expected answer in the feedback. Turn off when feedback is shown to the model
     and must not leak the ground truth."""
     max_answer_chars: int = 10_000
-    """A longer extracted answer is a model failure (no comparison is attempted)."""
+    """A longer extracted answer is a model failure (no comparison is attempted).
+    ``answer.numeric`` instead reads only the last ten times this many characters."""
 
 
 def references_as_text(reference: Any, verifier: str) -> list[str]:
@@ -78,10 +79,10 @@ class SafePattern:
     """A compiled pattern with a matching time budget.
 
     Patterns come from task authors, text from the model: a careless pattern such as
-    ``(a+)+$`` backtracks exponentially on a crafted completion. The ``regex`` package
-    (installed with ``transformers``/``tokenizers`` and listed in the core dependencies)
-    supports a per-call timeout; without it, plain ``re`` is used on text already capped in
-    length by the caller.
+    ``(a+)+$`` backtracks exponentially on a crafted completion. The ``regex`` package (a
+    core dependency) supports a per-call timeout, after which the pattern is reported as the
+    task's fault. Without it, plain ``re`` is used and has no timeout: text length caps are
+    then the only guard, and a pathological pattern can still stall the event loop.
     """
 
     def __init__(self, pattern: str, flags: int, timeout_s: float) -> None:

@@ -34,24 +34,32 @@ _ANSWER_TAG_OPEN = re.compile(r"<answer>(.*)\Z", re.S | re.I)
 # "The final answer is: X", "Answer: X", "**Final Answer**: X", "答案: X". The value runs to
 # the end of its line; callers trim sentence punctuation.
 _PHRASE = re.compile(
-    r"\b(?:final\s+answer|answer|correct\s+(?:option|choice))\b(?:[ \t]*\*\*)?"
+    r"(?:answer|option|choice)(?![\w])(?:[ \t]*\*\*)?"
     r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be)\b[ \t]*[:：]?|[ \t]*[:：=])"
     r"[ \t]*(?:\*\*)?[ \t]*(?P<value>[^\n]*)",
     re.I,
 )
+"""Matched at a keyword found by :func:`answer_phrase` ("answer", or "option"/"choice" after
+"correct"), so the scan costs one ``str.rfind`` per occurrence instead of a regex attempt at
+every position of a long chain of thought."""
 _THINK_END = re.compile(r"</think(?:ing)?>", re.I)
 
 
 def strip_thinking(text: str) -> str:
-    """The text after the last ``</think>``; the whole text when there is none.
+    """The text after the last ``</think>``; the whole text when there is no think block.
 
     Reasoning models put scratch work (with many candidate answers) in a think block; the
-    answer is what follows it. An empty tail means the model never left its thinking, and
-    then the thinking is all there is to read.
+    answer is what follows it. A think block that was opened and never closed means the
+    model ran out of tokens while thinking: only what came before it counts (usually
+    nothing, so no answer is found). A closed block with nothing after it is read instead of
+    the empty tail: the model put its answer inside.
     """
     last = None
     for match in _THINK_END.finditer(text):
         last = match
+    start = text.rfind("<think>")
+    if start >= 0 and (last is None or start > last.start()):
+        return text[:start]
     if last is None:
         return text
     tail = text[last.end() :]
@@ -105,15 +113,40 @@ def answer_tag(text: str) -> str | None:
 
 
 def answer_phrase(text: str) -> str | None:
-    """The value after the last "answer is" / "Answer:" phrase that has a value on its line."""
-    value: str | None = None
-    for match in _PHRASE.finditer(text):
-        candidate = match.group("value").strip()
-        if candidate:
-            value = candidate
-    if value is None:
+    """The value after the last "answer is" / "Answer:" phrase that has a value on its line.
+
+    Also "the correct option/choice is ...". "Final Answer: The final answer is $x$." gives
+    ``$x$``; "The answer is 5. Let me check my answer." gives ``5``.
+    """
+    lowered = text.lower()
+    best: tuple[int, str] | None = None
+    for keyword in ("answer", "option", "choice"):
+        end = len(lowered)
+        while True:
+            at = lowered.rfind(keyword, 0, end)
+            if at < 0 or (best is not None and at < best[0]):
+                break
+            end = at
+            if at > 0 and lowered[at - 1].isalnum():
+                continue
+            if keyword != "answer" and not re.search(r"correct\s+$", lowered[max(0, at - 12) : at]):
+                continue
+            match = _PHRASE.match(text, at)
+            if match is None:
+                continue
+            value = match.group("value").strip()
+            if value:
+                best = (at, value)
+                break
+    hashes = text.rfind("####")
+    if hashes >= 0 and (best is None or hashes > best[0]):
+        # GSM8K style: "#### 72" closes the solution.
+        value = text[hashes + 4 :].split("\n", 1)[0].strip()
+        if value:
+            best = (hashes, value)
+    if best is None:
         return None
-    return _trim_sentence(value)
+    return _trim_sentence(best[1])
 
 
 def last_line(text: str) -> str | None:
@@ -124,9 +157,24 @@ def last_line(text: str) -> str | None:
     return None
 
 
+_MATH_LEAD = re.compile(r"^(\$\$?)(.+?)\1")
+_SENTENCE_END = re.compile(r"[.!?。]\s+(?=[A-Z])")
+
+
 def _trim_sentence(value: str) -> str:
-    """Drop a trailing full stop and Markdown emphasis around a one-line answer."""
+    """Cut a one-line answer down to the answer: leading ``$math$``, first sentence, no
+    trailing full stop or Markdown emphasis."""
     value = value.strip()
+    nested = answer_phrase(value)
+    if nested:
+        # "Final Answer: The final answer is $x$. I hope it is correct."
+        return nested
+    math = _MATH_LEAD.match(value)
+    if math is not None:
+        return math.group(0)
+    end = _SENTENCE_END.search(value)
+    if end is not None:
+        value = value[: end.start()]
     value = re.sub(r"^(?:\*\*|__)(.*?)(?:\*\*|__)(?=$|[\s.,;:!])", r"\1", value)
     value = value.strip().rstrip(".;:!。").strip()
     value = value.strip("*_").strip()
@@ -187,6 +235,8 @@ def unwrap_latex(value: str) -> str:
     bold are dropped, keeping their content. The result is meant for string comparison, not
     for math parsing (see :mod:`verifiers.answers._latex`).
     """
+    if "\\" not in value and "$" not in value and "*" not in value:
+        return value.strip()
     previous = None
     while previous != value:
         previous = value
@@ -196,6 +246,10 @@ def unwrap_latex(value: str) -> str:
         value = _TEXT_WRAPPERS.sub(r"\1", value)
         value = value.strip()
         for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"), ("**", "**")):
-            if value.startswith(left) and value.endswith(right) and len(value) >= len(left) + len(right):
+            if (
+                value.startswith(left)
+                and value.endswith(right)
+                and len(value) >= len(left) + len(right)
+            ):
                 value = value[len(left) : len(value) - len(right)].strip()
     return value

@@ -1,0 +1,169 @@
+"""Reading numbers the way models (and financial reports) write them.
+
+Handles thousands separators (``1,234,567``), currency (``$``, ``€``, ``£``, ``¥``, ``₹``,
+``USD``), scientific notation (``1.2e-3``, ``1.2 \\times 10^{-3}``), fractions (``3/4``,
+``\\frac{3}{4}``), percent (``12.5%``, ``12.5\\%``, ``12.5 percent``), scale words
+(``1.2 million``), accounting negatives (``(1,234)``), and the Unicode minus. European
+decimal commas (``1.234,5``) are not read: ``1.234`` is one and a quarter-ish, not 1234.
+
+Everything here is regex-driven with linear patterns, safe on untrusted text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = ["Number", "find_numbers", "normalize_numeric_text", "parse_number"]
+
+SCALES = {
+    "thousand": 1e3,
+    "million": 1e6,
+    "mn": 1e6,
+    "billion": 1e9,
+    "bn": 1e9,
+    "trillion": 1e12,
+}
+
+
+@dataclass(frozen=True)
+class Number:
+    """One number found in text."""
+
+    value: float
+    """The number as written, before percent or scale is applied (``12.5`` for ``12.5%``)."""
+    percent: bool = False
+    """Written with ``%`` / ``percent``."""
+    scale: float = 1.0
+    """Multiplier of a scale word (``1e6`` for *million*), 1 when none."""
+    text: str = ""
+    """The matched text, for feedback."""
+
+    def readings(self, percent: str, scale: str) -> list[float]:
+        """The values this number may stand for under the verifier's percent/scale policy."""
+        base = [self.value]
+        if self.percent:
+            base = {"fraction": [self.value / 100], "number": [self.value]}.get(
+                percent, [self.value / 100, self.value]
+            )
+        if self.scale != 1.0:
+            scaled = [v * self.scale for v in base]
+            base = {"apply": scaled, "ignore": base}.get(scale, scaled + base)
+        return base
+
+
+_MINUS = dict.fromkeys(map(ord, "\u2212\ufe63\uff0d\u2012\u2013"), "-")
+_LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*([-+]?[\d.,]+)\s*\}\s*\{\s*([-+]?[\d.,]+)\s*\}")
+_LATEX_FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)(\d)")
+_TIMES_TEN = re.compile(r"\s*(?:\\times|\\cdot|×|\*|·)\s*10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?")
+_TEN_POW = re.compile(r"(?<![\d.])10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?")
+
+
+def normalize_numeric_text(text: str) -> str:
+    """Rewrite LaTeX and Unicode number notation into plain ASCII the scanner reads."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).translate(_MINUS)
+    if "\\" not in text and "{" not in text and "^" not in text:
+        return text  # nothing below applies to plain text
+    text = (
+        text.replace("{,}", ",")
+        .replace("\\,", ",")
+        .replace("\\!", "")
+        .replace("\\%", "%")
+        .replace("\\$", "$")
+        .replace("\\left", "")
+        .replace("\\right", "")
+    )
+    text = re.sub(r"\\(?:text|mathrm|textbf|mbox)\s*\{\s*(%|percent)\s*\}", r"\1", text)
+    text = _LATEX_FRAC.sub(r"\1/\2", text)
+    text = _LATEX_FRAC_SHORT.sub(r"\1/\2", text)
+    text = _TIMES_TEN.sub(r"e\1", text)
+    text = _TEN_POW.sub(r"1e\1", text)
+    return text
+
+
+_NUMBER = re.compile(
+    r"(?<![\w.])"
+    r"(?P<open>\(\s*)?"
+    r"(?P<sign1>[-+]\s?)?"
+    r"(?P<cur>(?:US)?\$|€|£|¥|₹|(?:USD|EUR|GBP|JPY)\s?)?"
+    r"(?P<sign2>[-+])?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?![\d,]\d)"
+    r"(?:\s*/\s*(?P<den>\d+(?:\.\d+)?)(?![\d.]))?"
+    r"(?P<exp>[eE][-+]?\d{1,4})?"
+    r"(?P<pct>\s?%|\s(?:per\s?cent|pct)\b)?"
+    r"(?P<scale>\s?(?:thousand|million|billion|trillion|bn|mn)\b)?"
+    r"(?P<close>\s*\))?",
+    re.I,
+)
+
+
+def _build(match: re.Match[str]) -> Number | None:
+    num = match.group("num").replace(",", "")
+    exp = match.group("exp") or ""
+    try:
+        value = float(num + exp)
+        if match.group("den"):
+            den = float(match.group("den"))
+            if den == 0:
+                return None
+            value /= den
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(value):
+        return None
+    sign = (match.group("sign1") or "").strip() + (match.group("sign2") or "")
+    negative = sign.count("-") % 2 == 1
+    text = match.group(0).strip()
+    if match.group("open") and match.group("close"):
+        # Accounting negative: "(1,234)", "($5.00)", "(12.5%)"; a bare "(3)" is usually an
+        # equation label, so it stays positive.
+        if (
+            match.group("cur")
+            or "," in match.group("num")
+            or "." in match.group("num")
+            or (match.group("pct"))
+        ):
+            negative = not negative
+    elif match.group("open") or match.group("close"):
+        text = text.strip("() ")
+    if negative:
+        value = -value
+    scale_word = (match.group("scale") or "").strip().lower()
+    return Number(
+        value=value,
+        percent=bool(match.group("pct")),
+        scale=SCALES.get(scale_word, 1.0),
+        text=text,
+    )
+
+
+def find_numbers(text: str, *, normalized: bool = False) -> list[Number]:
+    """Every number in ``text``, in order."""
+    if not normalized:
+        text = normalize_numeric_text(text)
+    found: list[Number] = []
+    for match in _NUMBER.finditer(text):
+        number = _build(match)
+        if number is not None:
+            found.append(number)
+    return found
+
+
+_WRAPPER = re.compile(r"^[\s$]*(.*?)[\s$.]*$", re.S)
+
+
+def parse_number(text: str) -> Number | None:
+    """``text`` as exactly one number (surrounding ``$...$`` and spaces allowed), else None."""
+    text = normalize_numeric_text(text).strip()
+    text = re.sub(r"\\(?:text|mathrm|textbf|mbox)\s*\{([^{}]*)\}", r"\1", text)
+    inner = _WRAPPER.match(text)
+    body = inner.group(1) if inner else text
+    for candidate in (text, body):
+        match = _NUMBER.fullmatch(candidate.strip())
+        if match is not None:
+            return _build(match)
+    return None

@@ -1,0 +1,174 @@
+"""``answer.numeric``: a number compared with absolute/relative tolerance."""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from ..errors import BadInput
+from ..protocol import InlineVerifier
+from ..registry import register
+from ..text import completion_text
+from ..types import Result, Trajectory
+from ._common import AnswerSpec, quote
+from ._extract import answer_phrase, answer_tag, boxed_all, last_line, strip_thinking
+from ._numbers import Number, find_numbers, parse_number
+
+__all__ = ["NumericAnswer", "NumericSpec", "extract_number"]
+
+NAME = "answer.numeric"
+
+NumericExtract = Literal[
+    "auto",
+    "boxed",
+    "answer_tag",
+    "answer_phrase",
+    "last_number",
+    "first_number",
+    "last_line",
+    "full",
+]
+
+
+class NumericSpec(AnswerSpec):
+    """Settings of ``answer.numeric``. Every field has a default: ``task.spec`` may be omitted."""
+
+    extract: NumericExtract = "auto"
+    """Which number is the answer. ``auto``: the number in the last ``<answer>`` tag, else in
+    the last ``\\boxed{}``, else after the last "answer is"/"Answer:", else the last number in
+    the text. ``last_number``/``first_number``: of the whole text; ``boxed``, ``answer_tag``,
+    ``answer_phrase``, ``last_line``: the first number in that place only; ``full``: the whole
+    completion must be one number."""
+    rel_tol: float = Field(default=1e-4, ge=0.0)
+    """Relative tolerance, as a fraction of the reference (``0.01`` = 1%)."""
+    abs_tol: float = Field(default=1e-8, ge=0.0)
+    """Absolute tolerance; a match needs ``|got - ref| <= max(abs_tol, rel_tol * |ref|)``."""
+    percent: Literal["either", "fraction", "number"] = "either"
+    """How ``12.5%`` reads: ``fraction`` = 0.125, ``number`` = 12.5, ``either`` accepts both
+    (so it matches a reference of ``0.125`` or ``12.5``). Applies to references too."""
+    scale_words: Literal["either", "apply", "ignore"] = "either"
+    """How ``1.2 million`` reads: ``apply`` = 1,200,000, ``ignore`` = 1.2, ``either`` both."""
+
+
+def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
+    """The answer number in ``text`` and where it was found (see :class:`NumericSpec`)."""
+    if how == "full":
+        return parse_number(text), "full"
+    if how in ("last_number", "first_number"):
+        numbers = find_numbers(text)
+        if not numbers:
+            return None, how
+        return (numbers[-1] if how == "last_number" else numbers[0]), how
+    order = ("answer_tag", "boxed", "answer_phrase", "last_number") if how == "auto" else (how,)
+    for place in order:
+        region: str | None
+        if place == "answer_tag":
+            region = answer_tag(text)
+        elif place == "boxed":
+            boxes = boxed_all(text)
+            region = boxes[-1] if boxes else None
+        elif place == "answer_phrase":
+            region = answer_phrase(text)
+        elif place == "last_line":
+            region = last_line(text)
+        else:
+            numbers = find_numbers(text)
+            return (numbers[-1] if numbers else None), place
+        if region is None:
+            continue
+        if "=" in region:
+            # "2 + 3 = 5", "x = 5": the value is after the last '='.
+            region = region.rsplit("=", 1)[1]
+        whole = parse_number(region)
+        if whole is not None:
+            return whole, place
+        numbers = find_numbers(region)
+        if numbers:
+            return numbers[0], place
+    return None, how
+
+
+def _reference_numbers(reference: object) -> list[Number]:
+    items = reference if isinstance(reference, list) else [reference]
+    out: list[Number] = []
+    for item in items:
+        if isinstance(item, bool):
+            raise BadInput(f"{NAME}: task.reference must be a number, got a boolean")
+        if isinstance(item, int | float):
+            if not math.isfinite(item):
+                raise BadInput(f"{NAME}: task.reference must be finite, got {item!r}")
+            out.append(Number(value=float(item), text=repr(item)))
+        elif isinstance(item, str):
+            number = parse_number(item)
+            if number is None:
+                raise BadInput(f"{NAME}: task.reference {quote(item)} is not a number")
+            out.append(number)
+        else:
+            raise BadInput(
+                f"{NAME}: task.reference must be a number, a numeric string, or a list of them; "
+                f"got {type(item).__name__}"
+            )
+    if not out:
+        raise BadInput(f"{NAME}: task.reference is an empty list")
+    return out
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.10g}"
+
+
+@register(NAME)
+class NumericAnswer(InlineVerifier[NumericSpec]):
+    """Numeric answers with tolerance, percent, thousands separators, currency, fractions.
+
+    ``task.reference`` is a number, a numeric string (``"12.5%"``, ``"$1,234"``, ``"3/4"``), or
+    a list of acceptable values.
+    """
+
+    Spec = NumericSpec
+    version: ClassVar[str] = "1"
+    reference_required: ClassVar[bool] = True
+
+    def check(self, trajectory: Trajectory, spec: NumericSpec) -> Result:
+        if trajectory.task.reference is None:
+            raise BadInput(f"{NAME} needs task.reference (the expected number)")
+        references = _reference_numbers(trajectory.task.reference)
+        text = completion_text(trajectory)
+        if spec.strip_thinking:
+            text = strip_thinking(text)
+        if len(text) > spec.max_answer_chars * 10:
+            # Keep the tail: the answer is at the end of a long chain of thought.
+            text = text[-spec.max_answer_chars * 10 :]
+        got, source = extract_number(text, spec.extract)
+        if got is None:
+            return Result.failed(
+                "could not find a number in the answer: end with 'The answer is <number>' "
+                "or put it in \\boxed{}",
+                details={"extract": spec.extract},
+            )
+        details: dict[str, object] = {"answer": got.text, "source": source, "value": got.value}
+        best: tuple[float, float, float] | None = None  # (abs err, got, ref)
+        for reference in references:
+            for ref_value in reference.readings(spec.percent, spec.scale_words):
+                for value in got.readings(spec.percent, spec.scale_words):
+                    err = abs(value - ref_value)
+                    if err <= max(spec.abs_tol, spec.rel_tol * abs(ref_value)):
+                        details["matched"] = ref_value
+                        return Result.scored(1.0, feedback="correct", details=details)
+                    if best is None or err < best[0]:
+                        best = (err, value, ref_value)
+        assert best is not None
+        err, value, ref_value = best
+        details["abs_err"] = err
+        if not spec.reveal_reference:
+            return Result.failed(f"wrong answer: got {got.text} (from {source})", details=details)
+        if ref_value:
+            rel = f" (rel err {100 * err / abs(ref_value):.3g}%)"
+        else:
+            rel = f" (abs err {err:.3g})"
+        shown = got.text if _fmt(value) == _fmt(got.value) else f"{got.text} = {_fmt(value)}"
+        return Result.failed(
+            f"expected {_fmt(ref_value)}, got {shown}{rel} (from {source})", details=details
+        )
