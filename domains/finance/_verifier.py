@@ -1,0 +1,456 @@
+"""``finance.formula``: check extracted figures, the formula over them, and the answer.
+
+Three components, each in [0, 1]:
+
+- ``grounding``: share of operands (and of non-trivial literals in the formula) found at
+  their citation, or anywhere in the document without one, within half a unit of the last
+  printed digit;
+- ``consistency``: the formula (or FinQA program) over the operands reproduces the stated
+  answer;
+- ``correct``: the answer matches ``task.reference`` (1% relative by default).
+
+The reward is ``correct`` when there is a reference and ``grounding * consistency`` when there
+is none, unless ``spec.weights`` asks for a weighted mean. The feedback has one line per check
+that failed, naming the operand, cell or step at fault, and never the reference value.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from verifiers.context import VerifierContext
+from verifiers.errors import BadInput
+from verifiers.protocol import Spec, Verifier
+from verifiers.registry import register
+from verifiers.text import completion_text
+from verifiers.types import Result, Trajectory
+
+from ._answer import SCALES, Answer, AnswerError, find_answer, read_answer
+from ._document import Document
+from ._formula import (
+    FormulaError,
+    FormulaLimits,
+    FormulaRejected,
+    evaluate,
+    parse_formula,
+    parse_program,
+    run_program,
+)
+from ._numbers import Number, parse_number, scale_factor
+from ._sources import load_document
+
+__all__ = ["FinanceSpec", "FormulaCrossCheck", "Reference"]
+
+_COMPONENTS = ("grounding", "consistency", "correct")
+
+
+class FinanceSpec(Spec):
+    """Settings of ``finance.formula`` (``task.spec``)."""
+
+    document: dict[str, Any] | None = None
+    """The source: ``{"pdf": path}``, ``{"table": rows, "text": [...]}``, ``{"tables": [...]}``,
+    ``{"csv": path or text}``, ``{"html": path or markup}``; optional ``scale``. Without a
+    document, ``grounding`` is not computed."""
+    rel_tol: float = Field(default=0.01, ge=0.0, le=1.0)
+    """Relative tolerance of ``correct``."""
+    decimals: int | None = Field(default=None, ge=0, le=12)
+    """When set (or given in the reference), the answer must round to the reference at this
+    many decimals instead of meeting ``rel_tol``."""
+    mode: Literal["default", "finqa"] = "default"
+    """``finqa``: strict FinQA execution accuracy (both rounded to 5 decimals, equal)."""
+    percent_fraction_credit: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Credit for an answer that is right except for a percent/fraction (x100) mix-up."""
+    consistency_rtol: float = Field(default=0.001, ge=0.0, le=1.0)
+    """Relative slack of ``consistency`` on top of the answer's printed precision."""
+    grounding_sign: Literal["exact", "magnitude"] = "magnitude"
+    """``magnitude`` accepts ``1,234`` for a printed ``(1,234)`` (accounting convention)."""
+    require_formula: bool = True
+    """A missing formula/program scores ``consistency`` 0 (else the component is omitted)."""
+    weights: dict[str, float] | None = None
+    """Weighted mean over components instead of the default rule, e.g.
+    ``{"correct": 0.6, "grounding": 0.2, "consistency": 0.2}``."""
+    max_formula_chars: int = Field(default=2000, ge=1, le=20000)
+    """Longest formula or program accepted."""
+    pdf_timeout_s: float = Field(default=60.0, gt=0)
+    """Time limit of one PDF extraction (worker process killed after it)."""
+    pdf_memory_mb: int = Field(default=2048, ge=64)
+    """Memory limit of the extraction worker."""
+    max_pages: int = Field(default=300, ge=1)
+    """PDFs with more pages are rejected as ``bad_input``."""
+
+
+class Reference:
+    """``task.reference``: a number, a printed figure, or ``{"answer", "scale", "decimals"}``.
+
+    Raises:
+        BadInput: unreadable reference (the verifier cannot judge).
+    """
+
+    __slots__ = ("boolean", "decimals", "scale", "value")
+
+    def __init__(self, raw: Any) -> None:
+        scale: Any = None
+        decimals: Any = None
+        if isinstance(raw, dict):
+            scale = raw.get("scale")
+            decimals = raw.get("decimals")
+            raw = raw.get("answer")
+        if scale is not None and scale not in SCALES:
+            raise BadInput(f"reference scale {scale!r} must be one of {SCALES}")
+        if decimals is not None and (not isinstance(decimals, int) or not 0 <= decimals <= 12):
+            raise BadInput("reference decimals must be an integer from 0 to 12")
+        self.boolean: bool | None = None
+        self.value: float | None = None
+        if isinstance(raw, bool):
+            self.boolean = raw
+        elif isinstance(raw, str) and raw.strip().lower() in ("yes", "no", "true", "false"):
+            self.boolean = raw.strip().lower() in ("yes", "true")
+        else:
+            number = parse_number(raw)
+            if number is None:
+                raise BadInput(f"reference answer {raw!r:.60} is not a number")
+            self.value = number.value
+            if number.percent:
+                scale = scale or "percent"
+            elif number.scale:
+                scale = scale or number.scale
+        self.scale: str = scale or ""
+        self.decimals: int | None = decimals
+
+
+def _factor(scale: str) -> float:
+    return 0.01 if scale == "percent" else scale_factor(scale)
+
+
+def _round(value: float, digits: int) -> Decimal:
+    try:
+        return Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    except InvalidOperation:
+        return Decimal(0)
+
+
+def _is_constant(value: float) -> bool:
+    """Literals a formula may use without citing them: small integers and powers of ten."""
+    if value == int(value) and abs(value) <= 100:
+        return True
+    if value > 0:
+        exponent = math.log10(value)
+        return abs(exponent - round(exponent)) < 1e-12 and abs(exponent) <= 12
+    return False
+
+
+@register("finance.formula")
+class FormulaCrossCheck(Verifier[FinanceSpec]):
+    """Cross-check a financial answer: grounding, consistency, correctness (see module doc)."""
+
+    Spec = FinanceSpec
+    version: ClassVar[str] = "1"
+    cacheable: ClassVar[bool] = False
+
+    async def verify(
+        self, trajectory: Trajectory, spec: FinanceSpec, ctx: VerifierContext
+    ) -> Result:
+        reference = (
+            None if trajectory.task.reference is None else Reference(trajectory.task.reference)
+        )
+        document: Document | None = None
+        doc_details: dict[str, Any] = {}
+        if spec.document is not None:
+            document, doc_details = await load_document(
+                spec.document,
+                trajectory,
+                ctx,
+                pdf_timeout=spec.pdf_timeout_s,
+                pdf_memory_mb=spec.pdf_memory_mb,
+                max_pages=spec.max_pages,
+            )
+        return judge(completion_text(trajectory), spec, document, reference, doc_details)
+
+
+def judge(
+    completion: str,
+    spec: FinanceSpec,
+    document: Document | None,
+    reference: Reference | None,
+    doc_details: dict[str, Any] | None = None,
+) -> Result:
+    """Score a completion against a loaded document (the synchronous core of the verifier)."""
+    details: dict[str, Any] = {"document": doc_details or {}}
+    zeros = {c: 0.0 for c in _COMPONENTS if c != "correct" or reference is not None}
+    if document is None:
+        zeros.pop("grounding", None)
+    try:
+        answer = read_answer(find_answer(completion))
+    except AnswerError as exc:
+        return Result.failed(f"answer: {exc}", components=zeros, details=details)
+    limits = FormulaLimits(max_length=spec.max_formula_chars)
+    try:
+        formula = parse_formula(answer.formula, limits) if answer.formula is not None else None
+        program = (
+            parse_program(answer.program, limits)
+            if answer.program is not None and formula is None
+            else None
+        )
+    except FormulaError as exc:
+        return _rejected(answer, exc, zeros, details)
+
+    components: dict[str, float] = {}
+    feedback: list[str] = []
+    effective_scale = (
+        answer.scale if answer.scale is not None else (reference.scale if reference else "")
+    )
+
+    # -- grounding -----------------------------------------------------------------------
+    if document is not None:
+        checked: list[dict[str, Any]] = []
+        for operand in answer.operands.values():
+            if operand.number is None:
+                checked.append({"operand": operand.name, "found": False, "reason": "not a number"})
+                continue
+            match = document.locate(operand.number, operand.cite, sign=spec.grounding_sign)
+            checked.append(
+                {
+                    "operand": operand.name,
+                    "value": operand.raw,
+                    "found": match.found,
+                    "where": match.where,
+                    "printed": match.printed,
+                    "how": match.how,
+                    "reason": match.reason,
+                }
+            )
+        literals: list[tuple[str, Number]] = []
+        if formula is not None:
+            literals = [
+                (f"{value:g}", Number(value, decimals))
+                for value, decimals in formula.literals
+                if not _is_constant(value)
+            ]
+        elif program is not None:
+            literals = [
+                (raw, num) for raw in program.literals if (num := parse_number(raw)) is not None
+            ]
+        for raw, number in literals:
+            match = document.locate(number, None, sign=spec.grounding_sign)
+            checked.append(
+                {
+                    "literal": raw,
+                    "found": match.found,
+                    "where": match.where,
+                    "how": match.how,
+                    "reason": match.reason,
+                }
+            )
+        if checked:
+            grounded = sum(1 for c in checked if c["found"])
+            components["grounding"] = grounded / len(checked)
+            for c in checked:
+                if not c["found"]:
+                    what = (
+                        f"operand {c['operand']}" if "operand" in c else f"literal {c['literal']}"
+                    )
+                    shown = f" = {c['value']!r}" if c.get("value") else ""
+                    feedback.append(f"grounding: {what}{shown}: {c['reason']}")
+                    break
+        else:
+            components["grounding"] = 0.0
+            feedback.append("grounding: no operands given; cite the figures you used")
+        details["grounding"] = checked
+
+    # -- consistency ---------------------------------------------------------------------
+    if formula is None and program is None:
+        if spec.require_formula:
+            components["consistency"] = 0.0
+            feedback.append("consistency: no formula or program given")
+    else:
+        try:
+            components["consistency"] = _consistency(
+                answer, formula, program, document, effective_scale, spec, feedback, details
+            )
+        except FormulaRejected as exc:
+            return _rejected(answer, exc, zeros, details)
+
+    # -- correctness ---------------------------------------------------------------------
+    if reference is not None:
+        components["correct"] = _correctness(answer, reference, spec, feedback, details)
+
+    reward = _reward(components, spec, reference is not None)
+    return Result.scored(
+        reward,
+        components=components,
+        feedback="\n".join(feedback) or "all checks passed",
+        details=details,
+    )
+
+
+def _consistency(
+    answer: Answer,
+    formula: Any,
+    program: Any,
+    document: Document | None,
+    scale: str,
+    spec: FinanceSpec,
+    feedback: list[str],
+    details: dict[str, Any],
+) -> float:
+    values: dict[str, float] = {}
+    base_units = False
+    for operand in answer.operands.values():
+        if operand.number is None:
+            feedback.append(
+                f"consistency: operand {operand.name} = {operand.raw!r} is not a number"
+            )
+            return 0.0
+        values[operand.name] = operand.number.base
+        base_units = base_units or bool(operand.number.scale)
+    try:
+        if formula is not None:
+            result: float | bool = evaluate(formula, values)
+        else:
+            rows = document.row_numbers if document is not None else (lambda _label: None)
+            result = run_program(program, values, rows)
+    except FormulaRejected:
+        raise
+    except FormulaError as exc:
+        feedback.append(f"consistency: {exc}")
+        return 0.0
+    details["computed"] = result
+    if isinstance(result, bool) or answer.boolean is not None:
+        ok = isinstance(result, bool) and result == answer.boolean
+        if not ok:
+            feedback.append(
+                f"consistency: the {'formula' if formula else 'program'} gives {_show(result)}, "
+                f"the answer says {answer.text}"
+            )
+        return 1.0 if ok else 0.0
+    assert answer.value is not None
+    if (
+        formula is not None
+        and not formula.names
+        and all(_is_constant(v) for v, _ in formula.literals)
+    ):
+        feedback.append(
+            "consistency: the formula uses no figure from the document (only constants)"
+        )
+        return 0.0
+    factor = scale_factor(scale) if base_units and scale != "percent" else 1.0
+    stated = answer.value * factor
+    half = 0.5 * 10.0 ** (-answer.decimals) * factor
+    candidates = [(stated, half)]
+    if scale == "percent":
+        candidates.append((stated / 100.0, half / 100.0))
+    for target, slack in candidates:
+        if abs(result - target) <= max(slack, spec.consistency_rtol * abs(target), 1e-9):
+            return 1.0
+    what = "formula" if formula is not None else "program"
+    feedback.append(
+        f"consistency: the {what} gives {result:.6g}, but the answer says {answer.text}"
+        + (f" {scale}" if scale else "")
+    )
+    return 0.0
+
+
+def _rejected(
+    answer: Answer, exc: FormulaError, zeros: dict[str, float], details: dict[str, Any]
+) -> Result:
+    """A formula that breaks the rules earns nothing, whatever else is right."""
+    kind = "formula" if answer.formula is not None else "program"
+    return Result.failed(f"{kind} rejected: {exc}", components=zeros, details=details)
+
+
+def _show(value: float | bool) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:.6g}"
+
+
+def _correctness(
+    answer: Answer,
+    reference: Reference,
+    spec: FinanceSpec,
+    feedback: list[str],
+    details: dict[str, Any],
+) -> float:
+    details["reference"] = {
+        "value": reference.value if reference.boolean is None else reference.boolean,
+        "scale": reference.scale,
+    }
+    if reference.boolean is not None or answer.boolean is not None:
+        ok = answer.boolean is not None and answer.boolean == reference.boolean
+        if not ok:
+            feedback.append("correct: the yes/no answer is wrong")
+        return 1.0 if ok else 0.0
+    assert answer.value is not None and reference.value is not None
+    scale = answer.scale if answer.scale is not None else reference.scale
+    a = answer.value * _factor(scale)
+    r = reference.value * _factor(reference.scale)
+    in_ref_units = a / _factor(reference.scale)
+    decimals = reference.decimals if reference.decimals is not None else spec.decimals
+    if spec.mode == "finqa":
+        ok = round(in_ref_units, 5) == round(reference.value, 5)
+        rule = "equal at 5 decimals (FinQA)"
+    elif decimals is not None:
+        ok = _round(in_ref_units, decimals) == _round(reference.value, decimals)
+        rule = f"equal at {decimals} decimals"
+    elif r == 0:
+        ok = a == 0
+        rule = "exactly zero"
+    else:
+        ok = abs(a - r) <= spec.rel_tol * abs(r) * (1 + 1e-12)
+        rule = f"within {spec.rel_tol:.4g} relative"
+    details["correct_rule"] = rule
+    if ok:
+        return 1.0
+    if r != 0 and a != 0:
+        ratio = a / r
+        for factor, text in ((100.0, "x100"), (0.01, "/100")):
+            if abs(ratio - factor) <= spec.rel_tol * factor:
+                details["percent_fraction_confusion"] = text
+                feedback.append(
+                    f"correct: the answer is off by {text}: a percent/fraction mix-up "
+                    f"(state a percentage with scale 'percent', a fraction with scale '')"
+                )
+                return spec.percent_fraction_credit
+        for power, word in ((3, "1,000"), (6, "1,000,000"), (9, "1,000,000,000")):
+            for sign in (1, -1):
+                factor = 10.0 ** (sign * power)
+                if abs(ratio - factor) <= spec.rel_tol * factor:
+                    feedback.append(
+                        f"correct: the answer is off by a factor of {word}: check the scale "
+                        f"(stated {scale or 'no scale'!r})"
+                    )
+                    details["scale_confusion"] = factor
+                    return 0.0
+        if abs(ratio + 1) <= spec.rel_tol:
+            feedback.append("correct: the answer has the wrong sign")
+            return 0.0
+    feedback.append(
+        f"correct: the answer {answer.text}{' ' + scale if scale else ''} does not match the "
+        f"reference ({rule})"
+    )
+    return 0.0
+
+
+def _reward(components: dict[str, float], spec: FinanceSpec, has_reference: bool) -> float:
+    if spec.weights:
+        unknown = set(spec.weights) - set(_COMPONENTS)
+        if unknown:
+            raise BadInput(
+                f"spec.weights has unknown components {sorted(unknown)}; use {list(_COMPONENTS)}"
+            )
+        used = {k: w for k, w in spec.weights.items() if k in components and w > 0}
+        total = sum(used.values())
+        if total <= 0:
+            raise BadInput("spec.weights gives no positive weight to a computed component")
+        return sum(components[k] * w for k, w in used.items()) / total
+    if has_reference:
+        return components["correct"]
+    reward = 1.0
+    for name in ("grounding", "consistency"):
+        if name in components:
+            reward *= components[name]
+    return reward
