@@ -230,6 +230,8 @@ class Engine:
                 verifier = self._verifier(task.verifier)
                 if isinstance(verifier, InlineVerifier):
                     spec = self._spec(verifier, task.spec)
+                    if verifier.reference_required and task.reference is None:
+                        raise BadInput(f"verifier {verifier.name!r} needs task.reference")
                     result = verifier.check(trajectory, spec)
                     return self._stamp(result, trajectory, verifier, started)
             except Exception as exc:
@@ -265,10 +267,7 @@ class Engine:
                 parts = await asyncio.gather(*(self._boundary(s, deadline) for s in subs))
                 result = combine(task, parts)
                 return self._stamp(result, trajectory, None, started, name="compose")
-            result = await self._boundary(trajectory, deadline)
-            return result.model_copy(
-                update={"id": trajectory.id, "duration_s": time.perf_counter() - started}
-            )
+            return await self._boundary(trajectory, deadline)
 
     async def _boundary(self, trajectory: Trajectory, deadline: float) -> Result:
         """The one error boundary: any exception becomes an ``error`` result."""
@@ -318,7 +317,9 @@ class Engine:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
-                result = await asyncio.wait_for(verifier.verify(trajectory, spec, ctx), remaining)
+                # asyncio.timeout, not wait_for: no extra task per item on the hot path.
+                async with asyncio.timeout(remaining):
+                    result = await verifier.verify(trajectory, spec, ctx)
                 if not isinstance(result, Result):
                     raise VerifierError(
                         f"verifier {verifier.name!r} returned {type(result).__name__}, not Result"
