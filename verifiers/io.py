@@ -18,6 +18,7 @@ lines, i.e. for their line numbers), so files without ids resume correctly too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -29,20 +30,26 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
-from .errors import BadInput
+from .errors import BadInput, InfraError
 from .types import Result, Trajectory
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "Format",
     "InputRecord",
+    "ParquetResultWriter",
     "ResultWriter",
     "ResumeState",
+    "detect_format",
     "iter_records",
     "open_result_writer",
+    "parse_line",
     "prepare_resume",
     "read_results",
     "read_trajectories",
+    "skip_done",
     "validation_reason",
 ]
 
@@ -51,7 +58,8 @@ DEFAULT_MAX_LINE_BYTES = 32 * 1024 * 1024
 
 _CHUNK = 1024 * 1024
 _ID_PEEK_BYTES = 64 * 1024
-_LEADING_ID = re.compile(rb'^\s*\{\s*"id"\s*:\s*("(?:[^"\\\n]|\\.){0,1024}"|-?\d{1,64})\s*[,}]')
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
+_ID_VALUE = re.compile(r'\s*:\s*("(?:[^"\\]|\\.){0,1024}"|-?\d{1,64})\s*[,}]')
 _TYPE_TAG = re.compile(r"^(str|int|float|bool|none|dict|list|function-\w+)(\[.*\])?$|\[")
 
 Format = Literal["jsonl", "parquet"]
@@ -67,23 +75,37 @@ class InputRecord:
     @property
     def key(self) -> str | None:
         """The id used to match this line with an existing result on ``--resume``."""
-        return self.item.id
+        ident = self.item.id
+        return None if ident is None else str(ident)
 
 
 # -- reading -------------------------------------------------------------------------------
 
 
-def _recover_id(raw: bytes) -> str | None:
-    """The ``id`` of a broken line when it is the line's first key (best effort)."""
-    match = _LEADING_ID.match(raw[:_ID_PEEK_BYTES])
-    if match is None:
-        return None
-    token = match.group(1)
-    try:
-        value = json.loads(token)
-    except ValueError:
-        return None
-    return str(value) if isinstance(value, str | int) else None
+def _recover_id(raw: bytes | bytearray) -> str | None:
+    """The top-level ``id`` of a broken line, from its first 64 KiB (best effort).
+
+    A small tokenizer tracks nesting so that an ``"id"`` key inside ``task`` or
+    ``metadata`` is never mistaken for the line's own.
+    """
+    text = raw[:_ID_PEEK_BYTES].decode("utf-8", "replace")
+    depth = 0
+    prev = ""
+    for token in _TOKEN.finditer(text):
+        tok = token.group(0)
+        if tok in ("{", "["):
+            depth += 1
+        elif tok in ("}", "]"):
+            depth -= 1
+        elif tok.startswith('"') and depth == 1 and prev in ("{", ","):
+            value = _ID_VALUE.match(text, token.end()) if tok == '"id"' else None
+            if value is not None:
+                try:
+                    return _text_id(json.loads(value.group(1)))
+                except ValueError:
+                    return None
+        prev = tok
+    return None
 
 
 def validation_reason(exc: ValidationError, what: str = "trajectory") -> str:
@@ -112,14 +134,36 @@ def validation_reason(exc: ValidationError, what: str = "trajectory") -> str:
     return f"invalid {what}: {where}{text}{suffix}"
 
 
-def _bad(line: int, reason: str, raw: bytes | None = None, ident: str | None = None) -> Result:
+def _bad(
+    line: int, reason: str, raw: bytes | bytearray | None = None, ident: str | None = None
+) -> Result:
     if ident is None and raw is not None:
         ident = _recover_id(raw)
     return Result.errored("bad_input", reason, line=line).model_copy(update={"id": ident})
 
 
-def _parse_slow(line: int, raw: bytes) -> Trajectory | Result:
-    """Classify why a line failed the fast path (or validate a dict-shaped line)."""
+def _text_id(value: object) -> str | None:
+    """``value`` as a result id, or ``None`` when it cannot be one (wrong type, or a lone
+    surrogate that no JSON writer could emit)."""
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        return None
+    text = str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return text
+
+
+def _parse_slow(
+    line: int, raw: bytes | bytearray, json_error: str | None = None
+) -> Trajectory | Result:
+    """Classify why a line failed the fast path (or validate a dict-shaped line).
+
+    ``json_error`` is the strict parser's complaint, when it had one: text that Python's
+    lenient ``json`` accepts (lone surrogate escapes such as ``"\\ud800"``) is still rejected,
+    because no result carrying it could be written back as UTF-8.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -128,15 +172,19 @@ def _parse_slow(line: int, raw: bytes) -> Trajectory | Result:
         obj = json.loads(text)
     except (ValueError, RecursionError) as exc:
         detail = (
-            f"{exc.msg} (column {exc.colno})"
+            f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
             if isinstance(exc, json.JSONDecodeError)
             else "nested too deeply"
         )
         return _bad(line, f"line is not valid JSON: {detail}", raw)
+    if json_error is not None:
+        detail = json_error.removeprefix("Invalid JSON: ").replace(
+            " at line 1 column ", " at column "
+        )
+        return _bad(line, f"line is not valid JSON: {detail}", raw)
     if not isinstance(obj, dict):
         return _bad(line, f"line is JSON but not an object (got {type(obj).__name__})", raw)
-    raw_id = obj.get("id")
-    ident = str(raw_id) if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+    ident = _text_id(obj.get("id"))
     try:
         return Trajectory.model_validate(obj)
     except ValidationError as exc:
@@ -145,11 +193,16 @@ def _parse_slow(line: int, raw: bytes) -> Trajectory | Result:
         return _bad(line, f"invalid trajectory: {exc}", ident=ident)
 
 
-def parse_line(line: int, raw: bytes) -> Trajectory | Result:
+def parse_line(line: int, raw: bytes | bytearray) -> Trajectory | Result:
     """Parse one raw JSONL line (without its newline) into a trajectory or an error result."""
     try:
         return Trajectory.model_validate_json(raw)
-    except (ValidationError, ValueError, RecursionError):
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[:1]
+        if first and first[0]["type"] == "json_invalid":
+            return _parse_slow(line, raw, json_error=str(first[0]["msg"]))
+        return _parse_slow(line, raw)
+    except (ValueError, RecursionError):
         return _parse_slow(line, raw)
 
 
@@ -167,34 +220,69 @@ def _open_input(path: Path) -> IO[bytes]:
         raise BadInput(f"cannot open {str(path)!r}: {exc.strerror or exc}") from None
 
 
+def _read_long_line(
+    handle: IO[bytes], first: bytes, max_line_bytes: int
+) -> tuple[bytearray | None, bytes, int]:
+    """Finish reading a line longer than one chunk, holding at most ``max_line_bytes``.
+
+    Returns ``(line, head, size)``: ``line`` is ``None`` when the line exceeds the cap (the
+    rest is then read and dropped chunk by chunk); ``head`` is its first 64 KiB (to recover
+    the id); ``size`` its length in bytes.
+    """
+    buffer: bytearray | None = bytearray(first)
+    head = first[:_ID_PEEK_BYTES]
+    size = len(first)
+    while True:
+        chunk = handle.readline(_CHUNK)
+        size += len(chunk)
+        if len(head) < _ID_PEEK_BYTES:
+            head += chunk[: _ID_PEEK_BYTES - len(head)]
+        if buffer is not None:
+            if size - chunk.endswith(b"\n") > max_line_bytes:
+                buffer = None  # too large: stop keeping it, keep reading to its end
+            else:
+                buffer += chunk
+        if not chunk or chunk.endswith(b"\n"):
+            return buffer, head, size
+
+
 def _iter_jsonl(path: Path, max_line_bytes: int) -> Iterator[InputRecord]:
     with _open_input(path) as handle:
         number = 0
         while True:
-            raw = handle.readline(max_line_bytes + 1)
+            raw: bytes | bytearray = handle.readline(_CHUNK)
             if not raw:
                 return
             number += 1
-            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
-                head = raw[:_ID_PEEK_BYTES]
-                size = len(raw)
-                while True:  # discard the rest of the line in bounded chunks
-                    chunk = handle.readline(_CHUNK)
-                    size += len(chunk)
-                    if not chunk or chunk.endswith(b"\n"):
-                        break
+            if len(raw) == _CHUNK and not raw.endswith(b"\n"):
+                line, head, size = _read_long_line(handle, bytes(raw), max_line_bytes)
+                if line is None:
+                    reason = (
+                        f"line is too large ({size:,} bytes > limit of {max_line_bytes:,}"
+                        " bytes; raise it with --max-line-bytes)"
+                    )
+                    yield InputRecord(number, _bad(number, reason, head))
+                    continue
+                raw = line
+            elif len(raw) - raw.endswith(b"\n") > max_line_bytes:
                 reason = (
-                    f"line is too large ({size:,} bytes > limit of {max_line_bytes:,} bytes;"
-                    " raise it with --max-line-bytes)"
+                    f"line is too large ({len(raw):,} bytes > limit of {max_line_bytes:,}"
+                    " bytes; raise it with --max-line-bytes)"
                 )
-                yield InputRecord(number, _bad(number, reason, head))
+                yield InputRecord(number, _bad(number, reason, bytes(raw)))
                 continue
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
-            raw = raw.rstrip(b"\r\n")
-            if not raw.strip():
+            if raw.endswith(b"\n"):
+                raw = raw[:-1] if isinstance(raw, bytes) else _chop(raw)
+            if not raw or raw.isspace():
                 continue
             yield InputRecord(number, parse_line(number, raw))
+
+
+def _chop(buffer: bytearray) -> bytearray:
+    del buffer[-1]  # in place: a long line is not copied
+    return buffer
 
 
 def _strip_nones(value: Any) -> Any:
@@ -225,7 +313,14 @@ def _iter_parquet(path: Path) -> Iterator[InputRecord]:
     except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
         raise BadInput(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
     number = 0
-    for batch in reader.iter_batches(batch_size=4096):
+    batches = reader.iter_batches(batch_size=4096)
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as exc:  # a corrupt row group: a file-level problem
+            raise BadInput(f"{str(path)!r}: unreadable Parquet data: {exc}") from None
+        if batch is None:
+            return
         for row in batch.to_pylist():
             number += 1
             obj: dict[str, Any] = {}
@@ -392,6 +487,24 @@ def skip_done(records: Iterable[InputRecord], state: ResumeState) -> Iterator[In
 # -- writing ---------------------------------------------------------------------------------
 
 
+def _unwritable(result: Result, exc: Exception) -> Result:
+    """An ``error`` result standing in for one that cannot be serialised (a verifier put a
+    non-JSON object or a lone surrogate into it): the file must still get its line."""
+    ident = result.id
+    if ident is not None:
+        ident = ident.encode("utf-8", "replace").decode("utf-8")
+    message = f"the verifier's result could not be written as JSON: {str(exc)[:200]}"
+    message = message.encode("utf-8", "replace").decode("utf-8")
+    line = result.error.line if result.error is not None else None
+    return Result.errored("verifier", message, line=line).model_copy(
+        update={"id": ident, "verifier": result.verifier, "duration_s": result.duration_s}
+    )
+
+
+_to_json = Result.__pydantic_serializer__.to_json
+"""``Result.model_dump_json`` minus a decode/encode round trip (same bytes)."""
+
+
 class ResultWriter:
     """Appends results as JSONL, flushing at least every ``flush_s`` seconds.
 
@@ -407,24 +520,42 @@ class ResultWriter:
         self._handle: IO[bytes] = _open_output(path, "ab" if append else "wb")
 
     def write(self, result: Result) -> None:
-        """Write one result line."""
-        self._handle.write(result.model_dump_json().encode() + b"\n")
-        self.count += 1
-        if self.count & 0xFF == 0:
+        """Write one result line.
+
+        Raises:
+            InfraError: the disk refused the write (full, gone); the message says why.
+        """
+        try:
+            try:
+                data = _to_json(result)
+            except (PydanticSerializationError, ValueError) as exc:
+                data = _to_json(_unwritable(result, exc))
+            self._handle.write(data + b"\n")
+            self.count += 1
             now = time.monotonic()
             if now - self._last_flush >= self._flush_s:
                 self._handle.flush()
                 self._last_flush = now
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
 
     def flush(self) -> None:
         """Push buffered lines to the OS (they survive a ``kill -9`` from then on)."""
-        self._handle.flush()
+        try:
+            self._handle.flush()
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
         self._last_flush = time.monotonic()
 
     def close(self) -> None:
         """Flush and close the file."""
         if not self._handle.closed:
-            self._handle.flush()
+            try:
+                self._handle.flush()
+            except OSError as exc:
+                with contextlib.suppress(OSError):  # closes the fd, re-raises the flush error
+                    self._handle.close()
+                raise _write_error(self.path, exc) from None
             self._handle.close()
 
     def __enter__(self) -> ResultWriter:
@@ -432,6 +563,13 @@ class ResultWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _write_error(path: Path, exc: OSError) -> InfraError:
+    return InfraError(
+        f"cannot write {str(path)!r}: {exc.strerror or exc}",
+        hint="free disk space, then rerun with --resume",
+    )
 
 
 def _open_output(path: Path, mode: str) -> IO[bytes]:

@@ -1,0 +1,340 @@
+"""``verifiers score``: stream a trajectory file through the engine into a scored file."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..engine import Engine, EngineSettings
+from ..errors import BadInput
+from ..io import (
+    DEFAULT_MAX_LINE_BYTES,
+    Format,
+    InputRecord,
+    ResumeState,
+    detect_format,
+    iter_records,
+    open_result_writer,
+    prepare_resume,
+    skip_done,
+)
+from ..types import Result, Trajectory
+from ._summary import Summary
+
+__all__ = ["add_parser", "default_output", "run_score"]
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register the ``score`` verb."""
+    p = sub.add_parser(
+        "score",
+        help="score a trajectory file (JSONL or Parquet)",
+        description=(
+            "Score every line of IN and write one result per line, in input order, to OUT. "
+            "Broken lines become status=error results; the exit code is 0 whenever every "
+            "line got a result."
+        ),
+    )
+    p.add_argument("input", type=Path, metavar="IN", help="trajectories (.jsonl or .parquet)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="OUT",
+        help="scored file (default: IN with .scored.jsonl / .scored.parquet)",
+    )
+    p.add_argument("--concurrency", type=int, metavar="N", help="items verified at once")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-item deadline in seconds")
+    p.add_argument("--retries", type=int, metavar="N", help="extra attempts for infra errors")
+    p.add_argument("--workers", type=int, metavar="N", help="worker processes for heavy checks")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep results already in OUT and score only the lines missing from it",
+    )
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    p.add_argument(
+        "--cache-path",
+        type=Path,
+        metavar="PATH",
+        help="cache database (default $VERIFIERS_CACHE_DIR/results.sqlite or ~/.cache/verifiers)",
+    )
+    p.add_argument(
+        "--sandbox",
+        choices=("auto", "docker", "local", "none"),
+        help="sandbox backend for verifiers that run code (default auto)",
+    )
+    p.add_argument("--summary-json", type=Path, metavar="PATH", help="write the summary as JSON")
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "parquet"),
+        help="output format (default: from OUT's suffix, else jsonl)",
+    )
+    p.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="N",
+        help=f"longest accepted input line (default {DEFAULT_MAX_LINE_BYTES})",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no table")
+
+
+def default_output(input_path: Path, fmt: Format) -> Path:
+    """``data.jsonl`` -> ``data.scored.jsonl`` (``.scored.parquet`` for Parquet output)."""
+    stem = input_path.name
+    for suffix in (".jsonl", ".json", ".ndjson", ".parquet", ".pq"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return input_path.with_name(f"{stem}.scored.{'parquet' if fmt == 'parquet' else 'jsonl'}")
+
+
+def _count_lines(path: Path) -> int | None:
+    """Input size for the progress bar (a fast byte scan; ``None`` when unknown)."""
+    if not path.is_file():  # a pipe (/dev/stdin, a FIFO) must not be read twice
+        return None
+    try:
+        if detect_format(path) == "parquet":
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        count = 0
+        last = b"\n"
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                count += chunk.count(b"\n")
+                last = chunk[-1:]
+        return count + (last != b"\n")
+    except Exception:
+        return None
+
+
+def _check_input(input_path: Path) -> None:
+    if input_path.is_dir():
+        raise BadInput(f"{str(input_path)!r} is a directory", hint="give a .jsonl or .parquet file")
+    if not input_path.exists():
+        raise BadInput(f"input file {str(input_path)!r} not found")
+
+
+def _check_output(input_path: Path, output: Path) -> None:
+    if output.exists() and output.resolve() == input_path.resolve():
+        raise BadInput("the output file is the input file", hint="choose another path with -o")
+
+
+def _settings(args: argparse.Namespace) -> EngineSettings:
+    # Cache on by default for the CLI; VERIFIERS_CACHE (0/1/path) can change the default.
+    env_cache = "VERIFIERS_CACHE" in os.environ
+    cache: bool | Path | None = (
+        False if args.no_cache else (args.cache_path or (None if env_cache else True))
+    )
+    try:
+        return EngineSettings.from_env(
+            concurrency=args.concurrency,
+            timeout_s=args.timeout,
+            retries=args.retries,
+            workers=args.workers,
+            sandbox=args.sandbox,
+            cache=cache,
+        )
+    except ValueError as exc:
+        raise BadInput(f"invalid setting: {exc}".splitlines()[0]) from None
+
+
+class _Progress:
+    """A rich progress bar on a terminal; nothing otherwise."""
+
+    def __init__(self, enabled: bool, total: int | None, stream: TextIO) -> None:
+        self._bar: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bar = Progress(
+            TextColumn("scoring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=stream),
+            transient=True,
+        )
+        self._task = self._bar.add_task("score", total=total, rate="")
+        self._started = self._shown = time.perf_counter()
+        self._done = 0
+        self._bar.start()
+
+    def advance(self, n: int = 1) -> None:
+        if self._bar is None:
+            return
+        self._done += n
+        now = time.perf_counter()
+        if self._done % 64 == 0 or now - self._shown >= 0.1:
+            self._shown = now
+            rate = self._done / max(1e-9, now - self._started)
+            self._bar.update(self._task, completed=self._done, rate=f"{rate:,.0f}/s")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _items(records: Iterator[InputRecord], lines: deque[int]) -> Iterator[Trajectory | Result]:
+    """The engine's input; remembers line numbers so error results can carry theirs."""
+    for record in records:
+        lines.append(record.line)
+        yield record.item
+
+
+async def _stream(
+    args: argparse.Namespace,
+    settings: EngineSettings,
+    records: Iterator[InputRecord],
+    output: Path,
+    fmt: Format,
+    summary: Summary,
+    progress: _Progress,
+) -> None:
+    writer = open_result_writer(output, fmt=fmt, append=args.resume)
+    try:
+        async with Engine(settings, base_dir=args.input.resolve().parent) as engine:
+            lines: deque[int] = deque()
+            async for result in engine.stream(_items(records, lines)):
+                line = lines.popleft()
+                if result.error is not None and result.error.line is None:
+                    error = result.error.model_copy(update={"line": line})
+                    result = result.model_copy(update={"error": error})
+                writer.write(result)
+                summary.add(result)
+                progress.advance()
+    finally:
+        writer.close()
+
+
+def run_score(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """Run ``verifiers score``; returns the exit code.
+
+    Raises:
+        BadInput: a user-fixable problem (missing input, directory, unwritable output,
+            invalid setting); the caller prints it as one line.
+    """
+    input_path: Path = args.input
+    fmt: Format = args.format or (
+        "parquet"
+        if args.output is not None and detect_format(args.output) == "parquet"
+        else "jsonl"
+    )
+    _check_input(input_path)
+    output: Path = args.output or default_output(input_path, fmt)
+    _check_output(input_path, output)
+    if args.resume and fmt == "parquet":
+        raise BadInput("--resume needs a JSONL output file", hint="use --format jsonl")
+    if args.max_line_bytes < 1:
+        raise BadInput("--max-line-bytes must be positive")
+    if args.summary_json is not None and not args.summary_json.resolve().parent.is_dir():
+        raise BadInput(f"directory of --summary-json {str(args.summary_json)!r} does not exist")
+    settings = _settings(args)
+    if settings.cache is not False:
+        # Fail fast, as one line with a hint, instead of one error result per item.
+        from ..cache import ResultCache, default_cache_path
+
+        ResultCache(default_cache_path() if settings.cache is True else settings.cache).close()
+    records = iter_records(input_path, max_line_bytes=args.max_line_bytes)
+    resume = ResumeState(done=Counter())
+    if args.resume:
+        resume = prepare_resume(output)
+        records = skip_done(records, resume)
+    total = None
+    show_progress = not args.quiet and stderr.isatty()
+    if show_progress:
+        counted = _count_lines(input_path)
+        total = None if counted is None else max(0, counted - resume.results)
+    summary = Summary(sample_rewards=False)
+    progress = _Progress(show_progress, total, stderr)
+    started = time.perf_counter()
+    try:
+        asyncio.run(_stream(args, settings, records, output, fmt, summary, progress))
+    finally:
+        progress.close()
+    wall = time.perf_counter() - started
+    doc = summary.to_json(
+        wall_s=wall,
+        input=str(input_path),
+        output=str(output),
+        resumed={"already_done": resume.results, "truncated_bytes": resume.truncated_bytes},
+    )
+    if args.summary_json is not None:
+        try:
+            args.summary_json.write_text(json.dumps(doc, indent=2) + "\n")
+        except OSError as exc:
+            raise BadInput(f"cannot write {str(args.summary_json)!r}: {exc.strerror}") from None
+    if not args.quiet:
+        print_summary(doc, stdout)
+    return 0
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_summary(doc: dict[str, Any], stream: TextIO) -> None:
+    """The human summary table: statuses, per-verifier mean reward, latency, throughput."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    table = Table(title=f"scored {doc['results']:,} lines -> {doc['output']}", title_justify="left")
+    table.add_column("verifier")
+    table.add_column("count", justify="right")
+    for status in ("pass", "fail", "error", "skipped"):
+        table.add_column(status, justify="right")
+    table.add_column("mean reward", justify="right")
+    for name, stats in doc["verifiers"].items():
+        table.add_row(
+            name,
+            f"{stats['count']:,}",
+            *(f"{stats['status'].get(s, 0):,}" for s in ("pass", "fail", "error", "skipped")),
+            _fmt(stats["mean_reward"], ".3f"),
+        )
+    status = doc["status"]
+    table.add_row(
+        "total",
+        f"{doc['results']:,}",
+        *(f"{status[s]:,}" for s in ("pass", "fail", "error", "skipped")),
+        "",
+        style="bold",
+    )
+    console.print(table)
+    latency = doc["latency_s"]
+    p50 = _fmt(None if latency["p50"] is None else latency["p50"] * 1000, ".2f")
+    p95 = _fmt(None if latency["p95"] is None else latency["p95"] * 1000, ".2f")
+    line = (
+        f"latency p50 {p50} ms, p95 {p95} ms; {doc['wall_s']:.2f} s wall, "
+        f"{_fmt(doc.get('throughput_per_s'), ',.0f')} lines/s"
+    )
+    if doc["cached"]:
+        line += f"; {doc['cached']:,} from cache"
+    if doc["error_kinds"]:
+        kinds = ", ".join(f"{k} {v:,}" for k, v in doc["error_kinds"].items())
+        line += f"; errors: {kinds}"
+    resumed = doc.get("resumed") or {}
+    if resumed.get("already_done"):
+        line += f"; resumed after {resumed['already_done']:,} existing results"
+    console.print(line)
