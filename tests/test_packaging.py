@@ -5,8 +5,12 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-ROOTS = {"verifiers": "verifiers", "domains": "verifiers.domains", "sandbox": "verifiers.sandbox",
-         "rl_adapters": "verifiers.rl_adapters"}
+ROOTS = {
+    "verifiers": "verifiers",
+    "domains": "verifiers.domains",
+    "sandbox": "verifiers.sandbox",
+    "rl_adapters": "verifiers.rl_adapters",
+}
 
 
 def test_every_source_package_is_listed(repo_root: Path) -> None:
