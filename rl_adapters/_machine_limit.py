@@ -71,7 +71,7 @@ class MachineSlots:
 
     def try_acquire(self) -> int | None:
         """Take a free slot without waiting; the returned fd releases it (``release``)."""
-        start = random.randrange(self.slots)  # noqa: S311 - load spreading, not security
+        start = random.randrange(self.slots)
         for step in range(self.slots):
             index = (start + step) % self.slots
             fd = self._open(index)
@@ -96,7 +96,7 @@ class MachineSlots:
             fd = self.try_acquire()
             if fd is not None:
                 return fd
-            await asyncio.sleep(delay * (0.5 + random.random()))  # noqa: S311
+            await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, _POLL_MAX_S)
 
     @asynccontextmanager

@@ -13,21 +13,86 @@ pluggable verifiers and get one :class:`Result` each: a reward, a status
 
 from __future__ import annotations
 
-from .context import VerifierContext
-from .engine import Engine, EngineSettings, score, score_async
-from .errors import (
-    BadInput,
-    InfraError,
-    MissingDependency,
-    SandboxUnavailable,
-    UnknownVerifier,
-    VerifierError,
-    VerifierTimeout,
-)
-from .protocol import InlineVerifier, Spec, Verifier
-from .registry import get_verifier, installed_verifiers, register
-from .text import completion_text, last_code_block, prompt_text
-from .types import Artifact, Check, ErrorInfo, ErrorKind, Message, Result, Status, Task, Trajectory
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Public names resolve lazily (PEP 562): `import verifiers` must stay cheap for trainers and
+# CLIs that only need one corner of it, and pydantic model construction is most of the cost.
+_EXPORTS: dict[str, str] = {
+    "VerifierContext": "context",
+    "Engine": "engine",
+    "EngineSettings": "engine",
+    "score": "engine",
+    "score_async": "engine",
+    "BadInput": "errors",
+    "InfraError": "errors",
+    "MissingDependency": "errors",
+    "ResourceExhausted": "errors",
+    "SandboxUnavailable": "errors",
+    "UnknownVerifier": "errors",
+    "VerifierError": "errors",
+    "VerifierTimeout": "errors",
+    "InlineVerifier": "protocol",
+    "Spec": "protocol",
+    "Verifier": "protocol",
+    "get_verifier": "registry",
+    "installed_verifiers": "registry",
+    "register": "registry",
+    "completion_text": "text",
+    "last_code_block": "text",
+    "prompt_text": "text",
+    "Artifact": "types",
+    "Check": "types",
+    "ErrorInfo": "types",
+    "ErrorKind": "types",
+    "Message": "types",
+    "Result": "types",
+    "Status": "types",
+    "Task": "types",
+    "Trajectory": "types",
+}
+
+if TYPE_CHECKING:
+    from .context import VerifierContext
+    from .engine import Engine, EngineSettings, score, score_async
+    from .errors import (
+        BadInput,
+        InfraError,
+        MissingDependency,
+        ResourceExhausted,
+        SandboxUnavailable,
+        UnknownVerifier,
+        VerifierError,
+        VerifierTimeout,
+    )
+    from .protocol import InlineVerifier, Spec, Verifier
+    from .registry import get_verifier, installed_verifiers, register
+    from .text import completion_text, last_code_block, prompt_text
+    from .types import (
+        Artifact,
+        Check,
+        ErrorInfo,
+        ErrorKind,
+        Message,
+        Result,
+        Status,
+        Task,
+        Trajectory,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'verifiers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __version__ = "0.1.0"
 
@@ -43,6 +108,7 @@ __all__ = [
     "InlineVerifier",
     "Message",
     "MissingDependency",
+    "ResourceExhausted",
     "Result",
     "SandboxUnavailable",
     "Spec",

@@ -1,0 +1,512 @@
+"""``verifiers serve``: the reward server (FastAPI + uvicorn).
+
+Endpoints:
+
+- ``POST /v1/score``: ``{"trajectories": [...]}`` -> ``{"results": [...]}``, our own schema
+  (docs/format.md), results in input order. An invalid trajectory gets its own ``bad_input``
+  result; the batch is never rejected for one bad item.
+- ``POST /get_reward`` (alias ``/v1/openrlhf``): OpenRLHF's protocol,
+  ``{"query", "prompts", "labels"}`` -> ``{"rewards", "scores", "extra_logs"}``.
+- ``GET /healthz``: 200 ``{"status": "ok"}``; 503 ``draining`` once shutdown began.
+- ``GET /metrics``: Prometheus text: requests by endpoint and code, results by status and
+  verifier, request and per-item latency histograms, items in flight, machine slots held,
+  warm sandbox workers by state (busy, idle, starting).
+
+Limits: bodies over ``--max-body-mb`` get 413 (checked on ``Content-Length`` and while
+reading a chunked body), batches over ``--max-items`` get 413, malformed JSON or a body that
+does not fit the schema gets 422 with the offending field, length mismatches get 400. Any
+exception inside scoring becomes an ``error`` result (the engine's boundary), so no input
+crashes the server.
+
+Shutdown: on SIGINT/SIGTERM uvicorn stops accepting connections, ``/healthz`` turns 503,
+in-flight requests finish (up to ``--graceful-timeout-s``), then the engine closes its worker
+processes and sandboxes.
+
+One engine serves all requests, so ``--concurrency`` bounds items in verification across
+concurrent requests; scale out with more instances behind a load balancer (OpenRLHF shards
+a batch over several ``--remote_rm_url`` values itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifiers.engine import Engine, EngineSettings
+from verifiers.errors import MissingDependency
+from verifiers.types import Result
+
+from ._machine_limit import MachineSlots
+from ._scorer import resolve_machine_slots, score_with_slots
+from .openrlhf import DEFAULT_EOS_TOKENS, OpenRLHFRequest, OpenRLHFResponse, OpenRLHFScoring
+
+__all__ = [
+    "BodyLimit",
+    "RequestMetrics",
+    "ScoreRequest",
+    "ScoreResponse",
+    "ServerSettings",
+    "create_app",
+    "main",
+    "write_openapi",
+]
+
+log = logging.getLogger("verifiers.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class ServerSettings(BaseModel):
+    """Everything ``verifiers serve`` can be told."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: EngineSettings = Field(default_factory=EngineSettings.from_env)
+    """The engine behind every endpoint."""
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    """Larger request bodies get 413."""
+    max_items: int = Field(default=8192, gt=0)
+    """Larger batches get 413."""
+    verifier: str | None = None
+    """Default verifier for OpenRLHF labels that are plain references."""
+    spec: dict[str, Any] | None = None
+    """Its settings."""
+    invalid_score: float = math.nan
+    """OpenRLHF reward for samples that could not be judged."""
+    base_dir: str | None = None
+    """Where relative artifact paths in ``/v1/score`` resolve (default: the working dir)."""
+    machine_concurrency: int | None = None
+    """Machine-wide limit shared with other processes on the host (``None``: off)."""
+
+
+class ScoreRequest(BaseModel):
+    """``POST /v1/score`` body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trajectories: list[dict[str, Any]]
+    """Trajectories as in docs/format.md. Each is validated on its own: an invalid one gets
+    its own ``bad_input`` result and the rest are scored."""
+
+
+class ScoreResponse(BaseModel):
+    """``POST /v1/score`` response."""
+
+    results: list[Result]
+    """One result per trajectory, in input order."""
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for bodies over ``limit`` bytes, declared or streamed (chunked)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def _reject(self, send: Send) -> None:
+        body = json.dumps({"detail": f"request body larger than {self.limit} bytes"}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.limit:
+                    await self._reject(send)
+                    return
+        # Read the whole body here (bounded by the limit) so an oversized chunked body is
+        # refused before the framework sees it, then replay it to the app.
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                await self._reject(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class RequestMetrics:
+    """ASGI middleware: count requests by endpoint and status, time them (413s included).
+
+    Pure ASGI rather than ``@app.middleware("http")``, which costs a task and a stream per
+    request and showed up in the loopback benchmark.
+    """
+
+    def __init__(self, app: ASGIApp, requests: Any, seconds: Any) -> None:
+        self.app = app
+        self.requests = requests
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        finally:
+            path = scope.get("path", "")
+            endpoint = path if path in _KNOWN_PATHS else "other"
+            self.requests.labels(endpoint, str(status)).inc()
+            self.seconds.labels(endpoint).observe(time.perf_counter() - started)
+
+
+def create_app(settings: ServerSettings | None = None) -> Any:
+    """The FastAPI application (also usable under any ASGI server, or ``httpx.ASGITransport``).
+
+    Raises:
+        MissingDependency: FastAPI or prometheus-client is not installed (``[serve]``).
+    """
+    try:
+        from fastapi import FastAPI, HTTPException
+        from fastapi.responses import JSONResponse, PlainTextResponse
+        from prometheus_client import (
+            CONTENT_TYPE_LATEST,
+            CollectorRegistry,
+            Counter,
+            Gauge,
+            Histogram,
+            generate_latest,
+        )
+    except ImportError as exc:
+        raise MissingDependency(exc.name or "fastapi", "serve") from None
+
+    cfg = settings or ServerSettings()
+    registry = CollectorRegistry()
+    requests_total = Counter(
+        "verifiers_requests", "HTTP requests", ["endpoint", "code"], registry=registry
+    )
+    results_total = Counter(
+        "verifiers_results",
+        "Results by status and verifier",
+        ["status", "verifier"],
+        registry=registry,
+    )
+    request_seconds = Histogram(
+        "verifiers_request_seconds",
+        "Request latency",
+        ["endpoint"],
+        registry=registry,
+        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+    )
+    item_seconds = Histogram(
+        "verifiers_item_seconds",
+        "Per-item verification time",
+        ["verifier"],
+        registry=registry,
+        buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120),
+    )
+    in_flight = Gauge("verifiers_items_in_flight", "Items being scored", registry=registry)
+    slots_held = Gauge(
+        "verifiers_machine_slots_held",
+        "Machine-wide slots held by this server",
+        registry=registry,
+    )
+    slots_total = Gauge(
+        "verifiers_machine_slots", "Machine-wide slot budget (0: no limit)", registry=registry
+    )
+    sandbox_workers = Gauge(
+        "verifiers_sandbox_workers",
+        "Warm sandbox workers by state (busy, idle, starting)",
+        ["state"],
+        registry=registry,
+    )
+
+    class NanJSONResponse(JSONResponse):
+        """JSON that may carry NaN (Python's json reads it; OpenRLHF's client is Python)."""
+
+        def render(self, content: Any) -> bytes:
+            return json.dumps(content, allow_nan=True, separators=(",", ":")).encode("utf-8")
+
+    state: dict[str, Any] = {"engine": None, "draining": False, "slots": None}
+    scoring = OpenRLHFScoring(
+        verifier=cfg.verifier,
+        spec=cfg.spec,
+        invalid_score=cfg.invalid_score,
+        eos_tokens=DEFAULT_EOS_TOKENS,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        state["engine"] = Engine(cfg.engine, base_dir=cfg.base_dir)
+        slots: MachineSlots | None = resolve_machine_slots(
+            cfg.machine_concurrency, cfg.engine, "server"
+        )
+        state["slots"] = slots
+        slots_total.set(slots.slots if slots is not None else 0)
+        try:
+            yield
+        finally:
+            state["draining"] = True
+            await state["engine"].aclose()
+
+    app = FastAPI(
+        title="verifiers reward server",
+        version=_version(),
+        description=(
+            "Scores RL rollouts with `verifiers`. `/v1/score` speaks the trajectory/result "
+            "schema; `/get_reward` speaks OpenRLHF's remote reward protocol. A result the "
+            "verifier could not judge has `reward: null` (never 0)."
+        ),
+        lifespan=lifespan,
+    )
+
+    async def run(items: Sequence[Any]) -> list[Result]:
+        engine: Engine | None = state["engine"]
+        if engine is None or state["draining"]:
+            raise HTTPException(status_code=503, detail="server is shutting down")
+        if len(items) > cfg.max_items:
+            raise HTTPException(
+                status_code=413, detail=f"{len(items)} items; the limit is {cfg.max_items}"
+            )
+        in_flight.inc(len(items))
+        try:
+            slots: MachineSlots | None = state["slots"]
+            if slots is None:
+                results = await engine.score(items)
+            else:
+                results = await score_with_slots(engine, slots, items, cfg.engine.concurrency)
+        finally:
+            in_flight.dec(len(items))
+        for r in results:
+            label = r.verifier.split("@", 1)[0] or "none"
+            results_total.labels(r.status, label).inc()
+            item_seconds.labels(label).observe(r.duration_s)
+        return results
+
+    @app.post("/v1/score", response_model=ScoreResponse, summary="Score trajectories")
+    async def score(body: ScoreRequest) -> ScoreResponse:
+        """Score a batch of trajectories; one result per trajectory, in input order."""
+        return ScoreResponse(results=await run(body.trajectories))
+
+    async def openrlhf(body: OpenRLHFRequest) -> Any:
+        try:
+            items = scoring.items(body)
+        except ValueError as exc:
+            raise HTTPException(status_code=400, detail=str(exc)) from None
+        response = scoring.response(await run(items))
+        return NanJSONResponse(response.model_dump())
+
+    for path in ("/get_reward", "/v1/openrlhf"):
+        app.add_api_route(
+            path,
+            openrlhf,
+            methods=["POST"],
+            response_model=OpenRLHFResponse,
+            summary="OpenRLHF remote reward protocol",
+            description=(
+                "OpenRLHF's `--remote_rm_url` protocol. `labels` are references for the "
+                "server's default verifier, or tasks (dict or JSON string). Unjudgeable "
+                "samples get the server's `invalid_score` (NaN unless set, written as the "
+                "`NaN` token) and `extra_logs.verifiers_valid = 0`."
+            ),
+            include_in_schema=path == "/get_reward",
+        )
+
+    @app.get("/healthz", summary="Liveness and readiness")
+    async def healthz() -> Any:
+        if state["draining"] or state["engine"] is None:
+            return JSONResponse({"status": "draining"}, status_code=503)
+        return {"status": "ok", "version": _version()}
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
+    async def metrics() -> Any:
+        slots: MachineSlots | None = state["slots"]
+        slots_held.set(slots.held if slots is not None else 0)
+        occupancy = sandbox_occupancy(state["engine"])
+        for key in ("busy", "idle", "starting"):
+            sandbox_workers.labels(key).set(occupancy.get(key, 0))
+        return PlainTextResponse(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
+    app.add_middleware(RequestMetrics, requests=requests_total, seconds=request_seconds)
+    app.state.verifiers = state
+    return app
+
+
+def sandbox_occupancy(engine: Engine | None) -> dict[str, int]:
+    """Busy/idle/starting warm sandbox workers of ``engine`` (zeros before first use).
+
+    Best effort: reads the sandbox pool's bookkeeping; a provider without a pool (or of
+    another shape) reports zeros rather than failing the scrape.
+    """
+    out = {"busy": 0, "idle": 0, "starting": 0}
+    provider = getattr(getattr(engine, "_sandboxes", None), "_provider", None)
+    slots = getattr(getattr(provider, "_pool", None), "_slots", None)
+    if not isinstance(slots, dict):
+        return out
+    for slot in slots.values():
+        out["busy"] += len(getattr(slot, "busy", ()))
+        out["idle"] += len(getattr(slot, "idle", ()))
+        out["starting"] += len(getattr(slot, "starting", ())) + int(getattr(slot, "launching", 0))
+    return out
+
+
+_KNOWN_PATHS = frozenset({"/v1/score", "/get_reward", "/v1/openrlhf", "/healthz", "/metrics"})
+
+
+def _version() -> str:
+    from verifiers import __version__
+
+    return __version__
+
+
+def write_openapi(path: Path, settings: ServerSettings | None = None) -> None:
+    """Write the OpenAPI schema (docs/openapi.json)."""
+    app = create_app(settings)
+    schema = app.openapi()
+    path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="verifiers serve", description="Serve rewards over HTTP (/v1/score, /get_reward)."
+    )
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--concurrency", type=int, help="items verified at once (engine)")
+    p.add_argument("--timeout-s", type=float, help="per-item deadline, seconds")
+    p.add_argument("--retries", type=int, help="retries for infra errors")
+    p.add_argument("--sandbox", choices=["auto", "docker", "local", "fake", "none"])
+    p.add_argument("--workers", type=int, help="worker processes for CPU-heavy checks")
+    p.add_argument("--cache", help="'on', 'off' or a cache file path")
+    p.add_argument("--verifier", help="default verifier for OpenRLHF labels")
+    p.add_argument("--spec", help="its spec, as JSON")
+    p.add_argument(
+        "--invalid-score",
+        type=float,
+        default=math.nan,
+        help="OpenRLHF reward for unjudgeable samples (default NaN)",
+    )
+    p.add_argument("--max-body-mb", type=float, default=32.0, help="request body limit (MiB)")
+    p.add_argument("--max-items", type=int, default=8192, help="items per request limit")
+    p.add_argument(
+        "--machine-concurrency",
+        type=int,
+        help="machine-wide limit shared with other processes on this host",
+    )
+    p.add_argument("--base-dir", help="where relative artifact paths resolve")
+    p.add_argument(
+        "--graceful-timeout-s",
+        type=float,
+        default=300.0,
+        help="how long shutdown waits for in-flight requests (default 300)",
+    )
+    p.add_argument("--log-level", default="info")
+    p.add_argument("--write-openapi", metavar="PATH", help="write the OpenAPI schema and exit")
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    """:class:`ServerSettings` from parsed ``verifiers serve`` arguments."""
+    cache: bool | Path | None = None
+    if args.cache is not None:
+        cache = {"on": True, "off": False}.get(args.cache, Path(args.cache))
+    engine = EngineSettings.from_env(
+        concurrency=args.concurrency,
+        timeout_s=args.timeout_s,
+        retries=args.retries,
+        sandbox=args.sandbox,
+        workers=args.workers,
+        cache=cache,
+    )
+    return ServerSettings(
+        engine=engine,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        max_items=args.max_items,
+        verifier=args.verifier,
+        spec=json.loads(args.spec) if args.spec else None,
+        invalid_score=args.invalid_score,
+        base_dir=args.base_dir,
+        machine_concurrency=args.machine_concurrency,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``verifiers serve``: run the server until SIGINT/SIGTERM. Returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+    except (ValueError, json.JSONDecodeError) as exc:
+        print(f"verifiers serve: invalid setting: {exc}", file=sys.stderr)
+        return 2
+    if args.write_openapi:
+        write_openapi(Path(args.write_openapi), settings)
+        return 0
+    try:
+        import uvicorn
+    except ImportError:
+        print("verifiers serve needs uvicorn (pip install 'verifiers[serve]')", file=sys.stderr)
+        return 1
+    try:
+        app = create_app(settings)
+    except MissingDependency as exc:
+        print(f"verifiers serve: {exc}", file=sys.stderr)
+        return 1
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=args.graceful_timeout_s,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""`verifiers.__all__` is the public API: pinned here, resolvable, and cheap to import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import verifiers
+
+PUBLIC = {
+    "Artifact", "BadInput", "Check", "Engine", "EngineSettings", "ErrorInfo", "ErrorKind",
+    "InfraError", "InlineVerifier", "Message", "MissingDependency", "ResourceExhausted", "Result",
+    "SandboxUnavailable", "Spec", "Status", "Task", "Trajectory", "UnknownVerifier", "Verifier",
+    "VerifierContext", "VerifierError", "VerifierTimeout", "__version__", "completion_text",
+    "get_verifier", "installed_verifiers", "last_code_block", "prompt_text", "register", "score",
+    "score_async",
+}  # fmt: skip
+
+
+def test_all_is_pinned_and_every_name_resolves() -> None:
+    assert set(verifiers.__all__) == PUBLIC
+    for name in verifiers.__all__:
+        assert getattr(verifiers, name) is not None
+
+
+def test_import_verifiers_loads_no_heavy_dependency() -> None:
+    code = (
+        "import sys, verifiers; "
+        "heavy = {'pydantic', 'torch', 'docker', 'trimesh', 'pandas', 'bpy', 'sympy', 'numpy'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    try:
+        verifiers.no_such_thing  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_thing" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")

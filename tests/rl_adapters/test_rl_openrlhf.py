@@ -1,0 +1,104 @@
+"""OpenRLHF file mode, loaded the way OpenRLHF loads ``--remote_rm_url file.py``.
+
+OpenRLHF (openrlhf/utils/agent.py ``SingleTurnAgentExecutor``) does
+``importlib.util.spec_from_file_location("reward_func", path)``, ``exec_module``, takes
+``module.reward_func`` and calls it through ``asyncio.to_thread(reward_func, queries, prompts,
+labels)`` with batches of one; it reads ``rewards``, ``scores`` and ``extra_logs`` (taking
+``value.flatten()[0].item()`` of each log tensor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import math
+from typing import Any
+
+import pytest
+import rl_helpers  # noqa: F401
+import verifiers.rl_adapters.openrlhf as openrlhf_module
+from verifiers.rl_adapters.openrlhf import response_text
+
+
+def _load_like_openrlhf() -> Any:
+    spec = importlib.util.spec_from_file_location("reward_func", openrlhf_module.__file__)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.reward_func
+
+
+@pytest.mark.rl
+def test_file_mode_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setenv("VERIFIERS_VERIFIER", "answer.numeric")
+    monkeypatch.setenv("VERIFIERS_SANDBOX", "none")
+    reward_func = _load_like_openrlhf()
+    queries = [
+        "<s>Q: 1+1? A: 2</s>",
+        "<s>Q: 1+1? A: 3</s>",
+        "<s>Q: z A: has 5<|im_end|>",
+        "<s>Q: w A: 1",
+    ]
+    prompts = ["<s>Q: 1+1? A:", "<s>Q: 1+1? A:", "<s>Q: z A:", "<s>Q: w A:"]
+    labels = [
+        "2",
+        "2",
+        json.dumps({"verifier": "rltest.contains", "reference": "5"}),
+        '{"verifier": "bad.name"}',
+    ]
+
+    async def like_openrlhf() -> list[dict[str, Any]]:
+        return list(
+            await asyncio.gather(
+                *(
+                    asyncio.to_thread(reward_func, [q], [p], [lab])
+                    for q, p, lab in zip(queries, prompts, labels, strict=True)
+                )
+            )
+        )
+
+    outs = asyncio.run(like_openrlhf())
+    rewards = [o["rewards"].flatten()[0].item() for o in outs]
+    assert rewards[:3] == [1.0, 0.0, 1.0] and math.isnan(rewards[3])
+    assert all(
+        isinstance(o["rewards"], torch.Tensor) and o["rewards"].dtype == torch.float32 for o in outs
+    )
+    assert [o["extra_logs"]["verifiers_valid"].flatten()[0].item() for o in outs] == [
+        1.0,
+        1.0,
+        1.0,
+        0.0,
+    ]
+    # one batch call as well
+    batch = reward_func(queries, prompts, labels)
+    assert batch["rewards"].shape == (4,) and batch["scores"][:3].tolist() == [1.0, 0.0, 1.0]
+
+
+@pytest.mark.rl
+def test_make_reward_func_with_invalid_score() -> None:
+    from verifiers.rl_adapters.openrlhf import make_reward_func
+
+    from verifiers import EngineSettings
+
+    fn = make_reward_func(
+        verifier="rltest.contains",
+        invalid_score=-1.0,
+        components=["hit"],
+        settings=EngineSettings(sandbox="none"),
+    )
+    out = fn(["P x9", "P y"], ["P", "P"], ["9", None])
+    assert out["rewards"].tolist() == [1.0, -1.0]  # second: no reference -> skipped -> flagged
+    assert out["extra_logs"]["hit"].tolist() == [1.0, -1.0]
+    assert out["extra_logs"]["verifiers_valid"].tolist() == [1.0, 0.0]
+    fn.scorer.close()  # type: ignore[attr-defined]
+
+
+def test_response_text_cuts_prompt_and_end_tokens() -> None:
+    eos = ("</s>", "<|im_end|>")
+    assert response_text("PROMPT answer</s>", "PROMPT", eos) == " answer"
+    assert response_text("<s>PROMPT answer <|im_end|></s>\n", "PROMPT", eos) == " answer"
+    assert response_text("no prompt here", "PROMPT", eos) == "no prompt here"
+    assert response_text("x", None, eos) == "x"

@@ -1,0 +1,271 @@
+"""The reward server under a real HTTP client on loopback (uvicorn + httpx)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from rl_helpers import LiveServer as _Server
+from rl_helpers import free_port as _free_port
+from verifiers.rl_adapters.server import ServerSettings, write_openapi
+
+from verifiers import EngineSettings
+
+HERE = Path(__file__).resolve().parent
+SLOW = {"verifier": "rltest.slow", "spec": {"sleep_s": 0.1}}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[_Server]:
+    settings = ServerSettings(
+        engine=EngineSettings(concurrency=8, sandbox="none", workers=1, timeout_s=20),
+        max_body_bytes=64 * 1024,
+        max_items=50,
+        verifier="answer.numeric",
+    )
+    with _Server(settings) as srv:
+        yield srv
+
+
+def test_healthz_and_score(server: _Server) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        assert client.get("/healthz").json()["status"] == "ok"
+        body = {
+            "trajectories": [
+                {
+                    "id": "a",
+                    "completion": "the answer is 4",
+                    "task": {"verifier": "answer.numeric", "reference": 4},
+                },
+                {
+                    "id": "b",
+                    "completion": "5",
+                    "task": {"verifier": "answer.numeric", "reference": 4},
+                },
+                {"id": "c", "completion": "x"},  # no task: its own bad_input result
+                {"id": "d", "completion": "x", "task": {"verifier": "no.such"}},
+            ]
+        }
+        response = client.post("/v1/score", json=body)
+        assert response.status_code == 200
+        results = response.json()["results"]
+        assert [r["id"] for r in results] == ["a", "b", "c", "d"]
+        assert [r["status"] for r in results] == ["pass", "fail", "error", "error"]
+        assert [r["reward"] for r in results] == [1.0, 0.0, None, None]
+        assert results[2]["error"]["kind"] == "bad_input"
+
+
+def test_concurrent_clients_each_get_their_own_results_in_order(server: _Server) -> None:
+    async def one(client: httpx.AsyncClient, k: int) -> list[Any]:
+        body = {
+            "trajectories": [
+                {"id": f"{k}-{i}", "completion": "x" * (k + i), "task": SLOW} for i in range(4)
+            ]
+        }
+        response = await client.post("/v1/score", json=body)
+        assert response.status_code == 200
+        return list(response.json()["results"])
+
+    async def run() -> tuple[list[list[Any]], float]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+            started = time.perf_counter()
+            out = await asyncio.gather(*(one(client, k) for k in range(16)))
+            return list(out), time.perf_counter() - started
+
+    outs, elapsed = asyncio.run(run())
+    for k, results in enumerate(outs):
+        assert [r["id"] for r in results] == [f"{k}-{i}" for i in range(4)]
+        assert [r["reward"] for r in results] == [float((k + i) % 2) for i in range(4)]
+    # 64 items x 0.1 s under one engine of concurrency 8: about 0.8 s, far below serial 6.4 s
+    assert elapsed < 5.0
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "code", "needle"),
+    [
+        (b"{not json", {"content-type": "application/json"}, 422, "json"),
+        (b"", {"content-type": "application/json"}, 422, ""),
+        (b'{"trajectories": 3}', {"content-type": "application/json"}, 422, "trajectories"),
+        (b'{"items": []}', {"content-type": "application/json"}, 422, ""),
+        (b"[1, 2]", {"content-type": "application/json"}, 422, ""),
+        (b'{"trajectories": [1, "x"]}', {"content-type": "application/json"}, 422, ""),
+        (b"\xff\xfe\x00garbage", {"content-type": "application/json"}, 422, ""),
+    ],
+)
+def test_malformed_bodies_get_clear_4xx(
+    server: _Server, content: bytes, headers: dict[str, str], code: int, needle: str
+) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        response = client.post("/v1/score", content=content, headers=headers)
+        assert response.status_code == code, response.text
+        assert needle in response.text.lower()
+        assert client.get("/healthz").status_code == 200  # still alive
+
+
+def test_size_limits(server: _Server) -> None:
+    big = json.dumps({"trajectories": [{"completion": "x" * 70_000, "task": SLOW}]}).encode()
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        assert (
+            client.post(
+                "/v1/score", content=big, headers={"content-type": "application/json"}
+            ).status_code
+            == 413
+        )
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: streamed, chunked
+            for i in range(0, len(big), 8192):
+                yield big[i : i + 8192]
+
+        response = client.post(
+            "/v1/score", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 413
+        many = {
+            "trajectories": [
+                {"completion": "1", "task": {"verifier": "answer.numeric", "reference": 1}}
+            ]
+            * 51
+        }
+        response = client.post("/v1/score", json=many)
+        assert response.status_code == 413 and "limit is 50" in response.text
+        assert client.get("/v1/score").status_code == 405
+        assert client.get("/healthz").status_code == 200
+
+
+def test_openrlhf_protocol(server: _Server) -> None:
+    body = {
+        "query": ["Q: 2+2? A: 4</s>", "Q: 2+2? A: 5", "Q: x A: has 7", "Q: y A: z"],
+        "prompts": ["Q: 2+2? A:", "Q: 2+2? A:", "Q: x A:", "Q: y A:"],
+        "labels": [
+            "4",
+            "4",
+            json.dumps({"verifier": "rltest.contains", "reference": "7"}),
+            '{"verifier": "nope"}',
+        ],
+    }
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        response = client.post("/get_reward", json=body)
+        assert response.status_code == 200
+        data = json.loads(
+            response.text
+        )  # Python's json reads the NaN token, as OpenRLHF's client does
+        assert data["rewards"][:3] == [1.0, 0.0, 1.0] and math.isnan(data["rewards"][3])
+        assert data["scores"][:3] == [1.0, 0.0, 1.0]
+        assert data["extra_logs"]["verifiers_valid"] == [1.0, 1.0, 1.0, 0.0]
+        assert data["extra_logs"]["verifiers_pass"] == [1.0, 0.0, 1.0, 0.0]
+        assert data["extra_logs"]["hit"][2] == 1.0
+        bad = client.post("/get_reward", json={"query": ["a", "b"], "prompts": ["a"]})
+        assert bad.status_code == 400 and "prompts" in bad.text
+        assert client.post("/get_reward", json={"prompts": ["a"]}).status_code == 422
+        # no labels at all: the default verifier has no reference -> flagged, not 0
+        data = json.loads(client.post("/get_reward", json={"query": ["4"]}).text)
+        assert data["extra_logs"]["verifiers_valid"] == [0.0]
+
+
+def test_metrics(server: _Server) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        client.post(
+            "/v1/score",
+            json={
+                "trajectories": [
+                    {"completion": "3", "task": {"verifier": "answer.numeric", "reference": 3}}
+                ]
+            },
+        )
+        text = client.get("/metrics").text
+    assert 'verifiers_requests_total{code="200",endpoint="/v1/score"}' in text
+    assert 'verifiers_results_total{status="pass",verifier="answer.numeric"}' in text
+    assert "verifiers_request_seconds_bucket" in text and "verifiers_item_seconds_bucket" in text
+    assert "verifiers_items_in_flight" in text
+    assert 'verifiers_requests_total{code="413",endpoint="/v1/score"}' in text  # earlier tests
+    assert 'verifiers_requests_total{code="422",endpoint="/v1/score"}' in text
+
+
+def test_graceful_shutdown_finishes_in_flight_work(tmp_path: Path) -> None:
+    """A real `main()` process: SIGTERM mid-request, the request still completes."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    code = (
+        "import sys, rl_helpers; from verifiers.rl_adapters.server import main;"
+        "raise SystemExit(main(sys.argv[1:]))"
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "--port",
+            str(port),
+            "--sandbox",
+            "none",
+            "--workers",
+            "1",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, (
+                proc.stderr.read() if proc.poll() is not None else "no start"
+            )
+            time.sleep(0.1)
+        slow = {"verifier": "rltest.slow", "spec": {"sleep_s": 1.5}}
+        result: dict[str, Any] = {}
+
+        def request() -> None:
+            r = httpx.post(
+                f"{url}/v1/score",
+                json={"trajectories": [{"completion": "ab", "task": slow}]},
+                timeout=30,
+            )
+            result["code"], result["body"] = r.status_code, r.json()
+
+        worker = threading.Thread(target=request)
+        worker.start()
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        worker.join(30)
+        assert result["code"] == 200
+        assert result["body"]["results"][0]["status"] == "fail"  # len("ab") % 2 == 0
+        # uvicorn re-raises the captured SIGTERM after draining, so the exit is by that signal
+        assert proc.wait(30) in (0, -signal.SIGTERM)
+        assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_openapi_in_docs_is_current(tmp_path: Path, repo_root: Path) -> None:
+    out = tmp_path / "openapi.json"
+    write_openapi(out)
+    schema = json.loads(out.read_text())
+    assert {"/v1/score", "/get_reward", "/healthz", "/metrics"} <= set(schema["paths"])
+    committed = repo_root / "docs" / "openapi.json"
+    assert json.loads(committed.read_text()) == schema, (
+        "run: verifiers serve --write-openapi docs/openapi.json"
+    )
