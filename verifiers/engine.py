@@ -378,7 +378,11 @@ class Engine:
                 from .cache import ResultCache, default_cache_path
 
                 path = default_cache_path() if setting is True else Path(setting)
-                self._cache = ResultCache(path)
+                try:
+                    self._cache = ResultCache(path)
+                except VerifierError as exc:
+                    # A broken cache must not turn items into errors: score without it.
+                    log.warning("result cache disabled: %s", exc)
         return self._cache
 
     @staticmethod

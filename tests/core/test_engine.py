@@ -385,3 +385,33 @@ def test_result_invariants() -> None:
         Result(reward=float("nan"), status="fail")
     assert Result.scored(1.0).status == "pass"
     assert Result.scored(0.99).status == "fail"
+
+
+def test_an_unusable_cache_degrades_to_no_cache(tmp_path: Any) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should be")
+    results = verifiers.score(
+        [item("test.delay", 1, delay=0.0), item("test.delay", 2, delay=0.0)],
+        cache=blocker / "results.sqlite",
+    )
+    assert [r.status for r in results] == ["pass", "pass"]
+
+
+def test_cached_results_are_served_and_marked(tmp_path: Any) -> None:
+    Cached.calls = 0
+    path = tmp_path / "cache.sqlite"
+    first = verifiers.score([item("test.cached", 1, reward=0.5)], cache=path)
+    second = verifiers.score([item("test.cached", 2, reward=0.5)], cache=path)
+    assert Cached.calls == 1
+    assert not first[0].cached and second[0].cached
+    assert second[0].id == "2" and second[0].reward == 0.5
+
+
+@register("test.cached")
+class Cached(Verifier[DelaySpec]):
+    Spec = DelaySpec
+    calls = 0
+
+    async def verify(self, trajectory: Trajectory, spec: DelaySpec, ctx: VerifierContext) -> Result:
+        type(self).calls += 1
+        return Result.scored(spec.reward)
