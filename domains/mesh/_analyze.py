@@ -1,0 +1,669 @@
+"""The worker side of ``mesh.constraints``: parse the mesh, run the gate and every check.
+
+Runs in a killable worker process (``ctx.run_in_worker``) under an address-space limit, so a
+hostile or huge file cannot hang or exhaust the host. Input and output are JSON::
+
+    payload = {"path": "/tmp/x.stl", "file_type": "stl", "closed": true,
+               "constraints": {...}, "reference": {"path": ..., "file_type": ...,
+               "chamfer_max": 1.0, "iou_min": 0.9, "samples": 8192, "normalize": true} | null,
+               "max_load_faces": 5000000, "seed": 0}
+    result  = {"gate": {"passed": bool, "reason": str}, "stats": {...},
+               "checks": [{"name", "passed", "message", "measured", "target"}, ...]}
+
+Model failures (unparseable file, open mesh, a violated constraint) are values in the
+result; only a broken reference mesh (the task's fault) raises ``BadInput``.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from pathlib import Path
+from typing import Any
+
+from verifiers.errors import BadInput, MissingDependency
+
+from ._spec import UNIT_MM
+
+__all__ = ["analyze"]
+
+_TRIMESH_UNITS = {
+    "um": "microns",
+    "mm": "millimeters",
+    "cm": "centimeters",
+    "m": "meters",
+    "in": "inches",
+    "ft": "feet",
+}
+_AXIS_NORMALS = {"yz": (1.0, 0.0, 0.0), "xz": (0.0, 1.0, 0.0), "xy": (0.0, 0.0, 1.0)}
+
+
+def _imports() -> tuple[Any, Any]:
+    try:
+        import numpy as np
+        import trimesh
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise MissingDependency(exc.name or "trimesh", "mesh") from None
+    return np, trimesh
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _vec(v: Any) -> str:
+    return " x ".join(_fmt(float(c)) for c in v)
+
+
+def _check(
+    name: str, passed: bool, message: str, measured: Any = None, target: Any = None
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "passed": bool(passed),
+        "message": message,
+        "measured": measured,
+        "target": target,
+    }
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+
+def _stl_face_count(path: Path) -> int | None:
+    """Face count from a binary STL header, when the file is one (without parsing it)."""
+    size = path.stat().st_size
+    if size < 84:
+        return None
+    with path.open("rb") as fh:
+        head = fh.read(84)
+    (count,) = struct.unpack("<I", head[80:84])
+    if 84 + 50 * count == size:
+        return int(count)
+    return None
+
+
+def load_mesh(path: Path, file_type: str, max_faces: int) -> tuple[Any, str | None]:
+    """Parse a mesh file into one ``trimesh.Trimesh`` (scenes are concatenated).
+
+    Returns:
+        (mesh, None) or (None, reason) when the file is not a usable mesh.
+    """
+    np, trimesh = _imports()
+    if file_type == "stl":
+        count = _stl_face_count(path)
+        if count is not None and count > max_faces:
+            return None, f"mesh has {count} faces, more than the {max_faces} this check analyses"
+    try:
+        loaded = trimesh.load(str(path), file_type=file_type, force="mesh", process=True)
+    except MemoryError:
+        raise  # the worker's memory limit: the pool reports it, it is not a parse error
+    except Exception as exc:  # any parser failure is a property of the file
+        return None, f"could not parse the {file_type.upper()} file: {type(exc).__name__}: {exc}"
+    if isinstance(loaded, trimesh.Scene):  # force="mesh" on an empty scene
+        return None, "the file holds no mesh geometry (empty)"
+    if not isinstance(loaded, trimesh.Trimesh):
+        return None, f"the file holds a {type(loaded).__name__}, not a triangle mesh"
+    faces = np.asarray(loaded.faces)
+    if len(faces) == 0:
+        return None, "the mesh is empty (no faces)"
+    if len(faces) > max_faces:
+        return None, f"mesh has {len(faces)} faces, more than the {max_faces} this check analyses"
+    return loaded, None
+
+
+# -- topology --------------------------------------------------------------------------------
+
+
+def topology(np: Any, faces: Any, n_vertices: int) -> dict[str, Any]:
+    """Watertightness, winding consistency, bodies, Euler number and genus, in one pass.
+
+    Watertight: every undirected edge is used by exactly two faces. Consistently wound: no
+    directed edge occurs twice (so the two uses run in opposite directions). Bodies are
+    vertex-connected components; genus = (2 * bodies - Euler) / 2 on a closed manifold.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    f = np.asarray(faces, dtype=np.int64)
+    directed = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+    n = np.int64(max(n_vertices, 1))
+    lo = np.minimum(directed[:, 0], directed[:, 1])
+    hi = np.maximum(directed[:, 0], directed[:, 1])
+    # One sort of the undirected edge keys answers all three edge questions.
+    order = np.argsort(lo * n + hi, kind="stable")
+    keys = (lo * n + hi)[order]
+    starts = np.concatenate([[True], keys[1:] != keys[:-1]])
+    group_sizes = np.diff(np.append(np.flatnonzero(starts), len(keys)))
+    n_edges = int(starts.sum())
+    watertight = bool(np.all(group_sizes == 2))
+    if watertight:
+        # Each edge's two uses must run in opposite directions.
+        first, second = order[0::2], order[1::2]
+        consistent = bool(np.all(directed[first, 0] == directed[second, 1]))
+    else:
+        d_keys = np.sort(directed[:, 0] * n + directed[:, 1])
+        consistent = bool(np.all(d_keys[1:] != d_keys[:-1]))
+    used = np.bincount(f.ravel(), minlength=n_vertices) > 0
+    graph = coo_matrix(
+        (np.ones(len(directed), dtype=np.int8), (directed[:, 0], directed[:, 1])),
+        shape=(n_vertices, n_vertices),
+    )
+    _, labels = connected_components(graph, directed=False)
+    bodies = int(np.count_nonzero(np.bincount(labels[used])))
+    euler = int(np.count_nonzero(used) - n_edges + len(f))
+    genus = (2 * bodies - euler) / 2 if watertight else None
+    return {
+        "watertight": watertight,
+        "winding_consistent": consistent,
+        "bodies": int(bodies),
+        "euler": euler,
+        "genus": None if genus is None else float(genus),
+    }
+
+
+# -- checks ----------------------------------------------------------------------------------
+
+
+def _tol(target: float, abs_tol: float, rel_tol: float) -> float:
+    return max(abs_tol, rel_tol * abs(target))
+
+
+def check_extents(np: Any, extents: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    target = np.asarray(spec["target"], dtype=float)
+    got = np.asarray(extents, dtype=float)
+    if spec.get("any_order"):
+        order_t, order_g = np.sort(target), np.sort(got)
+    else:
+        order_t, order_g = target, got
+    tol = np.maximum(spec.get("abs_tol", 0.0), spec.get("rel_tol", 0.01) * np.abs(order_t))
+    diff = order_g - order_t
+    bad = np.abs(diff) > tol
+    if not bad.any():
+        return _check("extents", True, f"extents {_vec(got)} match", got.tolist(), target.tolist())
+    axes = "xyz" if not spec.get("any_order") else ("smallest", "middle", "largest")
+    parts = [
+        f"{axes[i]} off by {_fmt(float(diff[i]))} (tol {_fmt(float(tol[i]))})"
+        for i in range(3)
+        if bad[i]
+    ]
+    msg = f"extents are {_vec(got)}, expected {_vec(target)}: " + ", ".join(parts)
+    return _check("extents", False, msg, got.tolist(), target.tolist())
+
+
+def check_bbox(np: Any, bounds: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    lo_t, hi_t = np.asarray(spec["min"], float), np.asarray(spec["max"], float)
+    tol = np.maximum(spec.get("abs_tol", 0.0), spec.get("rel_tol", 0.01) * np.abs(hi_t - lo_t))
+    got = np.asarray(bounds, dtype=float)
+    d_lo, d_hi = got[0] - lo_t, got[1] - hi_t
+    bad = [
+        f"{side} {ax} off by {_fmt(float(d[i]))} (tol {_fmt(float(tol[i]))})"
+        for side, d in (("min", d_lo), ("max", d_hi))
+        for i, ax in enumerate("xyz")
+        if abs(d[i]) > tol[i]
+    ]
+    measured = {"min": got[0].tolist(), "max": got[1].tolist()}
+    target = {"min": lo_t.tolist(), "max": hi_t.tolist()}
+    if not bad:
+        return _check("bbox", True, "bounding box matches", measured, target)
+    msg = f"bounding box is [{_vec(got[0])}] .. [{_vec(got[1])}]: " + ", ".join(bad)
+    return _check("bbox", False, msg, measured, target)
+
+
+def check_scalar(name: str, value: float | None, spec: dict[str, Any], unit: str) -> dict[str, Any]:
+    if value is None or not math.isfinite(value):
+        return _check(name, False, f"{name} is undefined (the mesh is not a closed volume)")
+    problems: list[str] = []
+    target = spec.get("target")
+    if target is not None:
+        tol = _tol(target, spec.get("abs_tol", 0.0), spec.get("rel_tol", 0.01))
+        diff = value - target
+        if abs(diff) > tol:
+            pct = f", {100 * diff / target:+.3g}%" if target else ""
+            problems.append(
+                f"{name} is {_fmt(value)}{unit}, expected {_fmt(target)}{unit} "
+                f"(off by {_fmt(diff)}{pct}; tol {_fmt(tol)})"
+            )
+    lo, hi = spec.get("min"), spec.get("max")
+    if lo is not None and value < lo:
+        problems.append(f"{name} is {_fmt(value)}{unit}, below the minimum {_fmt(lo)}{unit}")
+    if hi is not None and value > hi:
+        problems.append(f"{name} is {_fmt(value)}{unit}, above the maximum {_fmt(hi)}{unit}")
+    ok = not problems
+    msg = f"{name} {_fmt(value)}{unit} ok" if ok else "; ".join(problems)
+    return _check(name, ok, msg, value, {k: v for k, v in spec.items() if v is not None})
+
+
+def check_count(name: str, value: int | float | None, spec: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return _check(name, False, f"{name} is undefined on an open mesh")
+    if isinstance(spec, int):
+        spec = {"target": spec}
+    target, lo, hi = spec.get("target"), spec.get("min"), spec.get("max")
+    shown = int(value) if float(value).is_integer() else value
+    if target is not None and value != target:
+        return _check(name, False, f"{name} is {shown}, expected {target} {what}", value, target)
+    if lo is not None and value < lo:
+        return _check(name, False, f"{name} is {shown}, expected at least {lo} {what}", value, lo)
+    if hi is not None and value > hi:
+        return _check(name, False, f"{name} is {shown}, expected at most {hi} {what}", value, hi)
+    return _check(name, True, f"{name} {shown} ok", value, spec)
+
+
+def check_units(
+    np: Any, extents: Any, constraints: dict[str, Any], declared: str | None
+) -> dict[str, Any]:
+    spec = constraints["units"]
+    if isinstance(spec, str):
+        spec = {"unit": spec}
+    unit = spec.get("unit", "mm")
+    size = float(np.max(extents))
+    expected: float | None = None
+    if constraints.get("extents"):
+        expected = float(np.max(constraints["extents"]["target"]))
+    elif constraints.get("bbox"):
+        b = constraints["bbox"]
+        expected = float(np.max(np.asarray(b["max"]) - np.asarray(b["min"])))
+    size_range = spec.get("size_range")
+    note = f" (file declares {declared}, converted)" if declared else ""
+    if size_range is not None:
+        lo, hi = float(size_range[0]), float(size_range[1])
+        if lo <= size <= hi:
+            return _check("units", True, f"size {_fmt(size)} {unit} is plausible{note}", size)
+        fits = [
+            u for u, mm in UNIT_MM.items() if u != unit and lo <= size * mm / UNIT_MM[unit] <= hi
+        ]
+        hint = f"; it fits if the file is in {' or '.join(fits)}" if fits else ""
+        return _check(
+            "units",
+            False,
+            f"largest extent {_fmt(size)} is outside the plausible range "
+            f"[{_fmt(lo)}, {_fmt(hi)}] {unit}{hint}",
+            size,
+            [lo, hi],
+        )
+    assert expected is not None  # the spec validator guarantees a size
+    if size <= 0 or expected <= 0:
+        return _check("units", False, "the part has zero size", size, expected)
+    ratio = size / expected
+    # Which unit would a modeller have to have used for the numbers to come out like this?
+    best = min(UNIT_MM, key=lambda u: abs(math.log(ratio * UNIT_MM[u] / UNIT_MM[unit])))
+    if best == unit or abs(math.log(ratio)) < math.log(2.0):
+        return _check("units", True, f"scale matches {unit}{note}", ratio, 1.0)
+    factor = UNIT_MM[best] / UNIT_MM[unit]
+    return _check(
+        "units",
+        False,
+        f"the part is {_fmt(ratio)}x the expected size: it looks modelled in {best}, "
+        f"not {unit} (scale it by {_fmt(factor)})",
+        ratio,
+        1.0,
+    )
+
+
+def _samples(trimesh: Any, mesh: Any, count: int, seed: int) -> tuple[Any, Any]:
+    points, face_idx = trimesh.sample.sample_surface(mesh, count, seed=seed)
+    return points, face_idx
+
+
+def check_mirror(
+    np: Any, trimesh: Any, mesh: Any, spec: dict[str, Any], seed: int
+) -> dict[str, Any]:
+    from scipy.spatial import cKDTree
+
+    plane = spec.get("plane", "yz")
+    label = plane if isinstance(plane, str) else "plane"
+    name = f"mirror_symmetry[{label}]"
+    normal = np.asarray(_AXIS_NORMALS[plane] if isinstance(plane, str) else plane, float)
+    if not np.linalg.norm(normal) > 0:
+        return _check(name, False, "mirror plane normal is zero")
+    normal = normal / np.linalg.norm(normal)
+    through = spec.get("through", "center")
+    if through == "center":
+        point = mesh.bounds.mean(axis=0)
+    elif through == "origin":
+        point = np.zeros(3)
+    else:
+        point = np.asarray(through, float)
+    diag = float(np.linalg.norm(mesh.extents)) or 1.0
+    n = int(spec.get("samples", 4096))
+    queries, _ = _samples(trimesh, mesh, n, seed)
+    # A dense sample of the surface stands in for it; the self-distance floor is reported.
+    dense, _ = _samples(trimesh, mesh, min(max(25 * n, 50_000), 250_000), seed + 1)
+    tree = cKDTree(np.vstack([dense, mesh.vertices]))
+    reflected = queries - 2.0 * np.outer((queries - point) @ normal, normal)
+    d, _ = tree.query(reflected, k=1)
+    floor, _ = tree.query(_samples(trimesh, mesh, n, seed + 2)[0], k=1)
+    rel = float(np.mean(d)) / diag
+    tol = float(spec.get("tol", 0.01))
+    measured = {
+        "mean_rel": rel,
+        "max_rel": float(np.max(d)) / diag,
+        "floor_rel": float(np.mean(floor)) / diag,
+    }
+    if rel <= tol:
+        return _check(
+            name, True, f"symmetric about {label} (deviation {rel:.3g} of size)", measured, tol
+        )
+    msg = (
+        f"not mirror-symmetric about {label}: the reflected surface is on average "
+        f"{rel:.3g} of the part's diagonal away (max {measured['max_rel']:.3g}; tol {tol:.3g})"
+    )
+    return _check(name, False, msg, measured, tol)
+
+
+def check_thickness(np: Any, trimesh: Any, mesh: Any, spec: Any, seed: int) -> dict[str, Any]:
+    from ._geometry import first_hits
+
+    if not isinstance(spec, dict):
+        spec = {"value": float(spec)}
+    value = float(spec["value"])
+    n = int(spec.get("samples", 1024))
+    allowed = float(spec.get("allowed_fraction", 0.0))
+    points, face_idx = _samples(trimesh, mesh, n, seed)
+    normals = np.asarray(mesh.face_normals)[face_idx]
+    dist = first_hits(mesh.vertices, mesh.faces, points, -normals, value)
+    thin = np.isfinite(dist)
+    frac = float(thin.mean()) if len(dist) else 0.0
+    worst = float(dist[thin].min()) if thin.any() else None
+    measured = {"min": worst, "thin_fraction": frac, "samples": int(len(dist))}
+    if frac <= allowed:
+        shown = f"min sampled {_fmt(worst)}" if worst is not None else f">= {_fmt(value)}"
+        return _check(
+            "min_thickness", True, f"wall thickness {shown} everywhere sampled", measured, value
+        )
+    where = points[thin][np.argmin(dist[thin])]
+    msg = (
+        f"wall too thin: {_fmt(worst or 0.0)} at ({_vec(where)}), required {_fmt(value)} "
+        f"({100 * frac:.3g}% of {len(dist)} sampled points below; allowed {100 * allowed:.3g}%)"
+    )
+    return _check("min_thickness", False, msg, measured, value)
+
+
+def check_points(
+    np: Any, mesh: Any, points: list[list[float]], want_inside: bool
+) -> dict[str, Any]:
+    from ._geometry import contains
+
+    name = "inside" if want_inside else "outside"
+    pts = np.asarray(points, dtype=float).reshape(-1, 3)
+    inside = contains(mesh.vertices, mesh.faces, pts)
+    wrong = np.nonzero(inside != want_inside)[0]
+    if len(wrong) == 0:
+        return _check(name, True, f"all {len(pts)} points are {name} the part", 0, len(pts))
+    listed = ", ".join(f"({_vec(pts[i])})" for i in wrong[:5])
+    more = f" and {len(wrong) - 5} more" if len(wrong) > 5 else ""
+    state = "outside" if want_inside else "inside"
+    msg = f"{len(wrong)} of {len(pts)} points that must be {name} the part are {state}: {listed}{more}"
+    return _check(name, False, msg, int(len(wrong)), len(pts))
+
+
+def _obstacle_sdf(np: Any, ob: dict[str, Any], p: Any) -> Any:
+    if ob.get("box"):
+        lo, hi = np.asarray(ob["box"]["min"], float), np.asarray(ob["box"]["max"], float)
+        c, h = (lo + hi) / 2, np.abs(hi - lo) / 2
+        q = np.abs(p - c) - h
+        return np.linalg.norm(np.maximum(q, 0.0), axis=1) + np.minimum(q.max(axis=1), 0.0)
+    if ob.get("sphere"):
+        c = np.asarray(ob["sphere"]["center"], float)
+        return np.linalg.norm(p - c, axis=1) - float(ob["sphere"].get("radius", 0.0))
+    return np.linalg.norm(p - np.asarray(ob["point"], float), axis=1)
+
+
+def _obstacle_center(np: Any, ob: dict[str, Any]) -> Any:
+    if ob.get("box"):
+        return (np.asarray(ob["box"]["min"], float) + np.asarray(ob["box"]["max"], float)) / 2
+    if ob.get("sphere"):
+        return np.asarray(ob["sphere"]["center"], float)
+    return np.asarray(ob["point"], float)
+
+
+def _surface_distance(np: Any, trimesh: Any, mesh: Any, point: Any) -> float:
+    """Exact distance from one point to the surface (all faces, in bounded chunks)."""
+    triangles = np.asarray(mesh.triangles)
+    best = math.inf
+    for lo in range(0, len(triangles), 200_000):
+        chunk = triangles[lo : lo + 200_000]
+        closest = trimesh.triangles.closest_point(chunk, np.repeat(point[None], len(chunk), axis=0))
+        best = min(best, float(np.min(np.linalg.norm(closest - point, axis=1))))
+    return best
+
+
+def check_clearance(
+    np: Any, trimesh: Any, mesh: Any, spec: dict[str, Any], seed: int, closed: bool
+) -> dict[str, Any]:
+    from ._geometry import contains
+
+    need = float(spec.get("min", 0.0))
+    samples, _ = _samples(trimesh, mesh, int(spec.get("samples", 20_000)), seed)
+    surface = np.vstack([np.asarray(mesh.vertices), samples])
+    results = []
+    for i, ob in enumerate(spec["obstacles"]):
+        label = ob.get("name") or f"obstacle {i + 1}"
+        if ob.get("box"):
+            gap = float(np.min(_obstacle_sdf(np, ob, surface)))
+        else:  # spheres and points: exact distance from the centre to the surface
+            radius = float(ob["sphere"].get("radius", 0.0)) if ob.get("sphere") else 0.0
+            gap = _surface_distance(np, trimesh, mesh, _obstacle_center(np, ob)) - radius
+        if (
+            closed
+            and gap > 0
+            and bool(contains(mesh.vertices, mesh.faces, _obstacle_center(np, ob)[None])[0])
+        ):
+            gap = -gap  # the obstacle sits wholly inside the part
+        results.append((label, gap))
+    bad = [(label, g) for label, g in results if g < need]
+    measured = {label: g for label, g in results}
+    if not bad:
+        worst = min(g for _, g in results)
+        return _check("clearance", True, f"clearance {_fmt(worst)} >= {_fmt(need)}", measured, need)
+    parts = [
+        f"{label}: {'intersects the part' if g < 0 else f'gap {_fmt(g)}'} (needs {_fmt(need)}, short by {_fmt(need - g)})"
+        for label, g in bad
+    ]
+    return _check("clearance", False, "too close to obstacles: " + "; ".join(parts), measured, need)
+
+
+# -- reference similarity ---------------------------------------------------------------------
+
+
+def _normalized(np: Any, mesh: Any) -> Any:
+    """A copy translated to the bounding-box centre and scaled to a unit largest extent."""
+    m = mesh.copy()
+    m.apply_translation(-m.bounds.mean(axis=0))
+    size = float(np.max(m.extents))
+    if size > 0:
+        m.apply_scale(1.0 / size)
+    return m
+
+
+def chamfer_cad_recode(np: Any, trimesh: Any, a: Any, b: Any, n: int, seed: int) -> float:
+    """CAD-Recode / Text2CAD Chamfer: both meshes normalised to the unit cube, ``n`` surface
+    samples each, mean squared nearest-neighbour distance both ways (summed), x1000."""
+    from scipy.spatial import cKDTree
+
+    pa, _ = _samples(trimesh, _normalized(np, a), n, seed)
+    pb, _ = _samples(trimesh, _normalized(np, b), n, seed + 1)
+    d_ab, _ = cKDTree(pb).query(pa, k=1)
+    d_ba, _ = cKDTree(pa).query(pb, k=1)
+    return float((np.mean(d_ab**2) + np.mean(d_ba**2)) * 1000.0)
+
+
+def volumetric_iou(np: Any, a: Any, b: Any, closed_a: bool, closed_b: bool) -> tuple[float, str]:
+    """IoU by exact manifold3d booleans for two volumes, else by a 64^3 point grid."""
+    if closed_a and closed_b:
+        try:
+            import manifold3d
+
+            def to_manifold(m: Any) -> Any:
+                mesh = manifold3d.Mesh(
+                    vert_properties=np.ascontiguousarray(m.vertices, dtype=np.float32),
+                    tri_verts=np.ascontiguousarray(m.faces, dtype=np.uint32),
+                )
+                return manifold3d.Manifold(mesh)
+
+            ma, mb = to_manifold(a), to_manifold(b)
+            if ma.status() == manifold3d.Error.NoError and mb.status() == manifold3d.Error.NoError:
+                inter = (ma ^ mb).volume()
+                union = (ma + mb).volume()
+                if union > 0:
+                    return float(inter / union), "manifold3d"
+        except ImportError:
+            pass
+    from ._geometry import contains
+
+    lo = np.minimum(a.bounds[0], b.bounds[0])
+    hi = np.maximum(a.bounds[1], b.bounds[1])
+    axes = [np.linspace(lo[k], hi[k], 64) for k in range(3)]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    in_a = contains(a.vertices, a.faces, grid)
+    in_b = contains(b.vertices, b.faces, grid)
+    union = int(np.count_nonzero(in_a | in_b))
+    return (float(np.count_nonzero(in_a & in_b)) / union if union else 0.0), "voxels"
+
+
+def check_reference(
+    np: Any, trimesh: Any, mesh: Any, closed: bool, ref: dict[str, Any], seed: int, max_faces: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    other, reason = load_mesh(Path(ref["path"]), ref["file_type"], max_faces)
+    if other is None:
+        raise BadInput(f"reference mesh unusable: {reason}")
+    checks: list[dict[str, Any]] = []
+    stats: dict[str, Any] = {}
+    if ref.get("chamfer_max") is not None or ref.get("iou_min") is None:
+        cd = chamfer_cad_recode(np, trimesh, mesh, other, int(ref.get("samples", 8192)), seed)
+        stats["chamfer"] = cd
+        limit = ref.get("chamfer_max")
+        if limit is not None:
+            ok = cd <= limit
+            msg = f"Chamfer distance to the reference {cd:.4g} (x1000, unit cube)"
+            msg += " ok" if ok else f" exceeds {limit:.4g} by {cd - limit:.4g}"
+            checks.append(_check("chamfer", ok, msg, cd, limit))
+    if ref.get("iou_min") is not None or ref.get("chamfer_max") is None:
+        ref_topo = topology(np, other.faces, len(other.vertices))
+        ref_closed = ref_topo["watertight"] and ref_topo["winding_consistent"] and other.volume > 0
+        a, b = (
+            (_normalized(np, mesh), _normalized(np, other))
+            if ref.get("normalize", True)
+            else (mesh, other)
+        )
+        iou, method = volumetric_iou(np, a, b, closed, bool(ref_closed))
+        stats["iou"], stats["iou_method"] = iou, method
+        limit = ref.get("iou_min")
+        if limit is not None:
+            ok = iou >= limit
+            msg = f"IoU with the reference {iou:.4g} ({method})"
+            msg += " ok" if ok else f" is below {limit:.4g} by {limit - iou:.4g}"
+            checks.append(_check("iou", ok, msg, iou, limit))
+    return checks, stats
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+
+def analyze(payload: dict[str, Any]) -> dict[str, Any]:
+    """Worker target: the gate, then every constraint in ``payload["constraints"]``."""
+    np, trimesh = _imports()
+    constraints: dict[str, Any] = payload.get("constraints") or {}
+    need_closed = bool(constraints.get("closed", True))
+    seed = int(payload.get("seed", 0))
+    max_load = int(payload.get("max_load_faces", 5_000_000))
+    mesh, reason = load_mesh(Path(payload["path"]), payload["file_type"], max_load)
+    if mesh is None:
+        return {"gate": {"passed": False, "reason": reason}, "stats": {}, "checks": []}
+    vertices = np.asarray(mesh.vertices)
+    if not np.all(np.isfinite(vertices)):
+        bad = int(np.count_nonzero(~np.isfinite(vertices).all(axis=1)))
+        return {
+            "gate": {"passed": False, "reason": f"{bad} vertices are not finite (NaN or inf)"},
+            "stats": {"faces": len(mesh.faces), "vertices": len(vertices)},
+            "checks": [],
+        }
+    declared = getattr(mesh, "units", None)
+    units_spec = constraints.get("units")
+    unit = (units_spec if isinstance(units_spec, str) else (units_spec or {}).get("unit")) or None
+    if declared and unit and declared != _TRIMESH_UNITS[unit]:
+        mesh.convert_units(_TRIMESH_UNITS[unit])
+    topo = topology(np, mesh.faces, len(mesh.vertices))
+    tri = np.asarray(mesh.vertices)[np.asarray(mesh.faces)]
+    cross = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    area = float(np.linalg.norm(cross, axis=1).sum() / 2)
+    # Signed volume by the divergence theorem (what trimesh's mass properties compute).
+    signed = float(np.einsum("ij,ij->", tri[:, 0], cross) / 6)
+    del tri, cross
+    volume = signed if topo["watertight"] else None
+    closed = bool(topo["watertight"] and topo["winding_consistent"] and (volume or 0) > 0)
+    stats: dict[str, Any] = {
+        "faces": int(len(mesh.faces)),
+        "vertices": int(len(mesh.vertices)),
+        "bounds": np.asarray(mesh.bounds).tolist(),
+        "extents": np.asarray(mesh.extents).tolist(),
+        "area": area,
+        "volume": volume,
+        "closed": closed,
+        "declared_units": declared,
+        **topo,
+    }
+    if need_closed and not closed:
+        if not topo["watertight"]:
+            why = "the mesh is not watertight (it has holes or non-manifold edges)"
+        elif not topo["winding_consistent"]:
+            why = "the faces are not consistently wound (some normals point inward)"
+        else:
+            why = f"the enclosed volume is {_fmt(volume or 0.0)} (faces wound inside out?)"
+        return {
+            "gate": {"passed": False, "reason": f"not a closed volume: {why}"},
+            "stats": stats,
+            "checks": [],
+        }
+    unit_label = f" {unit}" if unit else ""
+    checks: list[dict[str, Any]] = []
+    c = constraints
+    if c.get("extents"):
+        checks.append(check_extents(np, mesh.extents, c["extents"]))
+    if c.get("bbox"):
+        checks.append(check_bbox(np, mesh.bounds, c["bbox"]))
+    if c.get("volume"):
+        checks.append(
+            check_scalar(
+                "volume", volume if closed else None, c["volume"], f"{unit_label}^3" if unit else ""
+            )
+        )
+    if c.get("area"):
+        checks.append(
+            check_scalar("area", stats["area"], c["area"], f"{unit_label}^2" if unit else "")
+        )
+    if c.get("bodies") is not None:
+        checks.append(check_count("bodies", topo["bodies"], c["bodies"], "separate bodies"))
+    if c.get("genus") is not None:
+        checks.append(
+            check_count("genus", topo["genus"] if closed else None, c["genus"], "through holes")
+        )
+    if c.get("max_faces") is not None:
+        limit = int(c["max_faces"])
+        n_faces = stats["faces"]
+        ok = n_faces <= limit
+        msg = f"{n_faces} faces" + (
+            " ok" if ok else f", over the budget of {limit} by {n_faces - limit}"
+        )
+        checks.append(_check("max_faces", ok, msg, n_faces, limit))
+    if c.get("units"):
+        checks.append(check_units(np, mesh.extents, c, declared))
+    mirrors = c.get("mirror_symmetry")
+    if mirrors:
+        for m_spec in mirrors if isinstance(mirrors, list) else [mirrors]:
+            checks.append(check_mirror(np, trimesh, mesh, m_spec, seed))
+    if c.get("min_thickness") is not None:
+        checks.append(check_thickness(np, trimesh, mesh, c["min_thickness"], seed))
+    if c.get("inside"):
+        checks.append(check_points(np, mesh, c["inside"], True))
+    if c.get("outside"):
+        checks.append(check_points(np, mesh, c["outside"], False))
+    if c.get("clearance"):
+        checks.append(check_clearance(np, trimesh, mesh, c["clearance"], seed, closed))
+    ref = payload.get("reference")
+    if ref:
+        ref_checks, ref_stats = check_reference(np, trimesh, mesh, closed, ref, seed, max_load)
+        checks.extend(ref_checks)
+        stats["reference"] = ref_stats
+    return {"gate": {"passed": True, "reason": ""}, "stats": stats, "checks": checks}
