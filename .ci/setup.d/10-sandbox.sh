@@ -41,8 +41,9 @@ if ! bwrap --die-with-parent --unshare-pid --unshare-net --ro-bind / / --proc /p
   exit 1
 fi
 
-# Build every image under sandbox/images/ (skips unchanged ones), then leave no stale
-# containers from earlier runs, and print what is ready.
-"$PY" -m verifiers.sandbox.cli build
+# Build the python image (skipped when its input hash is unchanged; other images such as
+# blender are built by their own setup scripts), leave no stale containers from earlier runs,
+# and print what is ready.
+"$PY" -m verifiers.sandbox.cli build python
 "$PY" -m verifiers.sandbox.cli prune
 "$PY" -m verifiers.sandbox.cli check

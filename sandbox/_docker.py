@@ -1,0 +1,506 @@
+"""Docker backend: a warm pool of hardened containers, each running the runner as its job server.
+
+A container is created with the runner as its command and attached *before* it starts; the
+runner then reads request frames from the container's stdin and writes replies to its stdout
+over that one attach socket. A job therefore costs a fork inside a running container.
+
+Hardening (every container): ``network_mode=none``, read-only root filesystem, tmpfs ``/work``
+(size-capped) and ``/tmp``, ``cap_drop=ALL`` plus only the capabilities the runner needs to
+hand files to the job uid and drop to it (SETUID, SETGID, CHOWN, FOWNER, DAC_OVERRIDE, KILL),
+``no-new-privileges``, a pids limit, memory limit = memory+swap limit, a CPU quota, ``init``,
+no log driver (output never lands on the host disk), private IPC. Jobs run as uid 10001 with no
+capabilities at all.
+
+Lifecycle: every container carries labels naming its owner (host, pid, process start time).
+Containers whose owner is dead are removed when a provider starts and by
+``verifiers sandbox prune``; a provider removes its own at ``close()`` and at interpreter exit.
+Containers are also created with ``StdinOnce`` + ``auto_remove``: when the owner dies, even
+by ``kill -9``, the kernel closes the attach socket, the runner sees EOF and exits, and the
+engine removes the container.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import logging
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeVar
+
+from verifiers.errors import MissingDependency, SandboxUnavailable
+
+from ._base import Limits
+from ._client import Channel, RunnerLost, RunnerSandbox, Worker, WorkerPool, merge_limits
+from ._client import pooled_session as _pooled_session
+from ._images import LABEL, get_image, image_tag
+from ._local import runner_source
+from ._settings import SandboxSettings
+
+__all__ = ["DockerProvider", "engine_and_image_ready", "owner_label", "prune_containers"]
+
+log = logging.getLogger("verifiers.sandbox")
+
+OWNER_LABEL = f"{LABEL}.owner"
+RUNNER_CAPS = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"]
+JOB_UID = 10001
+_ENGINE_THREADS = 4
+T = TypeVar("T")
+_DOCKER_HINT = "start dockerd (or set DOCKER_HOST), or use --sandbox local"
+
+
+def _import_docker() -> Any:
+    try:
+        import docker
+    except ImportError:
+        raise MissingDependency("docker", "sandbox") from None
+    return docker
+
+
+def _process_start(pid: int) -> str:
+    """Kernel start time of ``pid`` (field 22 of /proc/pid/stat): tells pid reuse apart."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def owner_label(pid: int | None = None) -> str:
+    """``host:pid:starttime`` of the owning process."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid)}"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid_text, _, start = rest.partition(":")
+    if host != socket.gethostname():
+        return True  # another machine's engine client: not ours to judge
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    return _process_start(pid) == start and start != ""
+
+
+def connect(settings: SandboxSettings, timeout: float = 60.0, pool: int = 10) -> Any:
+    """A docker client that has answered a ping.
+
+    Raises:
+        SandboxUnavailable: no engine answers (the hint says how to fix it).
+        MissingDependency: the docker SDK is not installed.
+    """
+    docker = _import_docker()
+    try:
+        # The SDK also keeps one pool per distinct URL (each container id makes new ones), up
+        # to 25 (its num_pools argument is ignored for unix sockets): a bounded cache.
+        kwargs: dict[str, Any] = {"timeout": int(timeout), "max_pool_size": pool}
+        if settings.docker_url:
+            client = docker.DockerClient(base_url=settings.docker_url, **kwargs)
+        else:
+            client = docker.DockerClient(**docker.utils.kwargs_from_env(), **kwargs)
+        client.ping()
+    except Exception as exc:  # the SDK raises many unrelated types for "not reachable"
+        where = (
+            settings.docker_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        )
+        raise SandboxUnavailable(
+            f"Docker engine not reachable at {where}: {type(exc).__name__}", hint=_DOCKER_HINT
+        ) from None
+    return client
+
+
+def engine_and_image_ready(settings: SandboxSettings, image: str = "python") -> bool:
+    """True when an engine answers and ``image`` is built with its current inputs."""
+    try:
+        docker = _import_docker()
+        client = connect(settings, timeout=5)
+    except (SandboxUnavailable, MissingDependency):
+        return False
+    try:
+        client.images.get(image_tag(get_image(image, settings), settings))
+        return True
+    except (docker.errors.ImageNotFound, SandboxUnavailable):
+        return False
+    except Exception:  # any engine error means "not ready"
+        return False
+    finally:
+        client.close()
+
+
+def prune_containers(client: Any, *, everything: bool = False, owner: str | None = None) -> int:
+    """Remove labelled sandbox containers: those whose owner is dead (default), those of
+    ``owner``, or ``everything``. Returns how many were removed."""
+    docker = _import_docker()
+    removed = 0
+    # Filter on the owner label: containers started from our images inherit the images'
+    # own labels, and such containers (other tools', benchmarks') are not ours to remove.
+    for container in client.api.containers(all=True, filters={"label": OWNER_LABEL}):
+        labels = container.get("Labels") or {}
+        who = labels.get(OWNER_LABEL, "")
+        if everything or (owner is not None and who == owner):
+            doomed = True
+        else:
+            doomed = owner is None and not _owner_alive(who)
+        if not doomed:
+            continue
+        try:
+            client.api.remove_container(container["Id"], force=True)
+            removed += 1
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                log.debug("could not remove sandbox container %s: %s", container["Id"][:12], exc)
+    return removed
+
+
+class _AttachChannel(Channel):
+    """The container's stdin/stdout over a hijacked attach connection (stdout multiplexed)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._buffer = bytearray()
+
+    async def read_exactly(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            header = await self._reader.readexactly(8)
+            stream, length = header[0], struct.unpack(">I", header[4:])[0]
+            payload = await self._reader.readexactly(length)
+            if stream == 1:
+                self._buffer += payload
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+    async def write(self, data: bytes) -> None:
+        self._writer.write(data)
+        await self._writer.drain()
+
+    def close(self) -> None:
+        if not self._writer.is_closing():
+            self._writer.close()
+
+
+class _SocketChannel(Channel):
+    """A plain stream: the unix socket the runner connected to."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read_exactly(self, size: int) -> bytes:
+        return await self._reader.readexactly(size)
+
+    async def write(self, data: bytes) -> None:
+        self._writer.write(data)
+        await self._writer.drain()
+
+    def close(self) -> None:
+        if not self._writer.is_closing():
+            self._writer.close()
+
+
+class _DockerWorker(Worker):
+    def __init__(self, channel: Channel, key: Hashable, provider: DockerProvider, cid: str):
+        super().__init__(channel, key)
+        self.provider = provider
+        self.cid = cid
+
+    @property
+    def name(self) -> str:
+        return f"container {self.cid[:12]}"
+
+    async def kill(self) -> None:
+        self.broken = self.broken or "killed"
+        self.channel.close()
+        await self.provider._blocking(self.provider._remove, self.cid)
+
+
+_atexit_lock = threading.Lock()
+_live_providers: set[DockerProvider] = set()
+_atexit_registered = False
+
+
+def _cleanup_at_exit() -> None:
+    for provider in list(_live_providers):
+        provider._remove_all_sync()
+
+
+class DockerProvider:
+    """Sessions in warm, hardened containers (see the module docstring).
+
+    Raises (at construction):
+        SandboxUnavailable: no engine answers.
+        MissingDependency: the docker SDK is not installed.
+    """
+
+    kind = "docker"
+
+    def __init__(self, settings: SandboxSettings | None = None) -> None:
+        global _atexit_registered
+        self.settings = settings or SandboxSettings()
+        # Engine calls block: a few dedicated threads, each with its own pooled connection,
+        # so the number of threads and sockets stays fixed however many workers churn.
+        self._client = connect(self.settings, pool=_ENGINE_THREADS)
+        self._executor = ThreadPoolExecutor(_ENGINE_THREADS, thread_name_prefix="sandbox-docker")
+        self._docker = _import_docker()
+        self.owner = owner_label()
+        self._tags: dict[str, str] = {}
+        self._pool = WorkerPool(self._start, self.settings)
+        self._containers: set[str] = set()
+        self._closed = False
+        prune_containers(self._client)
+        with _atexit_lock:
+            _live_providers.add(self)
+            if not _atexit_registered:
+                atexit.register(_cleanup_at_exit)
+                _atexit_registered = True
+
+    def _blocking(self, function: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        return asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+
+    # -- images ------------------------------------------------------------------------------
+
+    def image_tag(self, image: str) -> str:
+        """The built tag for ``image``.
+
+        Raises:
+            SandboxUnavailable: the image is not built with its current inputs.
+        """
+        tag = self._tags.get(image)
+        if tag is not None:
+            return tag
+        tag = image_tag(get_image(image, self.settings), self.settings)
+        try:
+            self._client.images.get(tag)
+        except self._docker.errors.ImageNotFound:
+            raise SandboxUnavailable(
+                f"sandbox image {image!r} is not built ({tag})",
+                hint=f"run `verifiers sandbox build {image}`",
+            ) from None
+        self._tags[image] = tag
+        return tag
+
+    # -- containers --------------------------------------------------------------------------
+
+    def _use_socket(self) -> bool:
+        mode = self.settings.docker_channel
+        if mode != "auto":
+            return mode == "socket"
+        url = str(self._client.api.base_url)
+        return url.startswith("http+docker://localhost") or url.startswith("http+unix://")
+
+    def _create(
+        self, tag: str, limits: Limits, socket_dir: str | None
+    ) -> tuple[str, socket.socket | None]:
+        """Create and start one container; with ``socket_dir`` the runner connects to a unix
+        socket there, else its stdin/stdout are attached (returned socket)."""
+        api = self._client.api
+        memory = f"{limits.memory_mb + self.settings.runner_overhead_mb}m"
+        host_config = api.create_host_config(
+            network_mode="none",
+            read_only=True,
+            tmpfs={
+                "/work": f"rw,exec,nosuid,nodev,size={self.settings.work_mb}m,mode=0755",
+                "/tmp": "rw,nosuid,nodev,size=64m,mode=1777",
+            },
+            cap_drop=["ALL"],
+            cap_add=RUNNER_CAPS,
+            security_opt=["no-new-privileges"],
+            pids_limit=limits.pids + 16,
+            mem_limit=memory,
+            memswap_limit=memory,
+            nano_cpus=int(self.settings.cpus * 1e9),
+            init=True,
+            auto_remove=True,
+            ipc_mode="private",
+            log_config=self._docker.types.LogConfig(type="none"),
+            binds={socket_dir: {"bind": "/run/verifiers", "mode": "rw"}} if socket_dir else None,
+        )
+        config: dict[str, Any] = {
+            "root": "/work",
+            "job_uid": JOB_UID,
+            "job_gid": JOB_UID,
+            "private_pids": True,
+            "address_space": False,  # the cgroup limits memory; RLIMIT_AS breaks numpy/BLAS
+            "nproc": False,  # uids are shared across containers: pids cgroup instead
+            "python_fastpath": self.settings.python_fastpath,
+            "path": "/usr/local/bin:/usr/bin:/bin",
+            "env": {
+                "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "OPENBLAS_NUM_THREADS": "1",
+                "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1",
+                "MPLBACKEND": "Agg",
+            },
+        }
+        if socket_dir:
+            config["connect"] = "/run/verifiers/runner.sock"
+        container = api.create_container(
+            image=tag,
+            command=["/usr/bin/python3", "-I", "-c", runner_source(), json.dumps(config)],
+            user="0:0",
+            stdin_open=socket_dir is None,
+            tty=False,
+            detach=False,
+            network_disabled=True,
+            hostname="sandbox",
+            working_dir="/work",
+            environment={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+            labels={LABEL: "runner", OWNER_LABEL: self.owner},
+            host_config=host_config,
+        )
+        cid = str(container["Id"])
+        self._containers.add(cid)
+        if socket_dir:
+            try:
+                api.start(cid)
+            except Exception:
+                self._remove(cid)
+                raise
+            return cid, None
+        try:
+            raw = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1})
+            inner = getattr(raw, "_sock", raw)
+            # Own an independent fd: the SDK's response objects may close theirs when collected.
+            sock = socket.socket(fileno=os.dup(inner.fileno()))
+            try:
+                raw.close()
+                if inner is not raw:
+                    inner.close()
+            except OSError:
+                pass
+            api.start(cid)
+        except Exception:
+            self._remove(cid)
+            raise
+        return cid, sock
+
+    async def _start(self, key: Hashable) -> Worker:
+        assert isinstance(key, tuple) and len(key) == 3
+        tag, memory_mb, pids = str(key[0]), int(key[1]), int(key[2])
+        limits = self.settings.limits.model_copy(update={"memory_mb": memory_mb, "pids": pids})
+        listener: socket.socket | None = None
+        socket_dir: str | None = None
+        if self._use_socket():
+            socket_dir = tempfile.mkdtemp(prefix="verifiers-sandbox-")  # 0700, root only
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(os.path.join(socket_dir, "runner.sock"))
+            listener.listen(1)
+            listener.setblocking(False)
+        try:
+            try:
+                cid, sock = await asyncio.wait_for(
+                    self._blocking(self._create, tag, limits, socket_dir),
+                    self.settings.start_timeout_s,
+                )
+            except TimeoutError:
+                raise SandboxUnavailable("starting a sandbox container timed out") from None
+            except self._docker.errors.DockerException as exc:
+                raise SandboxUnavailable(
+                    f"cannot start a sandbox container: {exc}", hint=_DOCKER_HINT
+                ) from None
+            if listener is not None:
+                loop = asyncio.get_running_loop()
+                try:
+                    sock, _ = await asyncio.wait_for(
+                        loop.sock_accept(listener), self.settings.start_timeout_s
+                    )
+                except TimeoutError:
+                    await self._blocking(self._remove, cid)
+                    raise SandboxUnavailable(
+                        f"sandbox container {cid[:12]} never connected its runner"
+                    ) from None
+        finally:
+            if listener is not None and socket_dir is not None:
+                listener.close()
+                shutil.rmtree(socket_dir, ignore_errors=True)  # the connection stays up
+        assert sock is not None
+        reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 20)
+        channel: Channel = (
+            _SocketChannel(reader, writer)
+            if listener is not None
+            else _AttachChannel(reader, writer)
+        )
+        worker = _DockerWorker(channel, key, self, cid)
+        try:
+            await worker.handshake(self.settings.start_timeout_s)
+        except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
+            await worker.kill()
+            raise SandboxUnavailable(
+                f"sandbox container {cid[:12]} did not start its runner: {exc!r}",
+                hint="run `verifiers sandbox check`",
+            ) from None
+        return worker
+
+    def _remove(self, cid: str) -> None:
+        try:
+            self._client.api.remove_container(cid, force=True)
+        except self._docker.errors.NotFound:
+            pass
+        except self._docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                log.warning("could not remove sandbox container %s: %s", cid[:12], exc)
+        self._containers.discard(cid)
+
+    def _remove_all_sync(self) -> None:
+        for cid in list(self._containers):
+            self._remove(cid)
+        try:
+            prune_containers(self._client, owner=self.owner)
+        except Exception as exc:  # at interpreter exit the engine may be gone: nothing to do
+            log.debug("sandbox cleanup at exit failed: %s", exc)
+
+    # -- provider API ------------------------------------------------------------------------
+
+    def session(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
+        """A fresh work dir in a warm container of ``image``.
+
+        Raises (on entry):
+            SandboxUnavailable: the image is not built, or no container could start.
+        """
+        merged = merge_limits(self.settings.limits, limits)
+        return self._session(image, merged)
+
+    @asynccontextmanager
+    async def _session(self, image: str, limits: Limits) -> AsyncIterator[RunnerSandbox]:
+        key = (self.image_tag(image), limits.memory_mb, limits.pids)
+        async with _pooled_session(self._pool, key, limits, self.settings) as sandbox:
+            yield sandbox
+
+    async def warm(self, image: str = "python", count: int = 1, **limits: Any) -> None:
+        """Start ``count`` containers ahead of the first session."""
+        merged = merge_limits(self.settings.limits, limits)
+        await self._pool.warm((self.image_tag(image), merged.memory_mb, merged.pids), count)
+
+    def counts(self) -> dict[str, int]:
+        """Idle and busy containers."""
+        return self._pool.counts()
+
+    def container_ids(self) -> set[str]:
+        """Ids of the containers this provider currently owns."""
+        return set(self._containers)
+
+    async def close(self) -> None:
+        """Remove every container of this provider."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()
+        await self._blocking(self._remove_all_sync)
+        self._executor.shutdown(wait=False)
+        with _atexit_lock:
+            _live_providers.discard(self)
+        self._client.close()

@@ -1,0 +1,322 @@
+"""Local backend: the runner in a host subprocess, inside bubblewrap or unshare namespaces.
+
+The embedded default when no Docker engine is reachable. Isolation, strongest first:
+
+* ``bwrap``: new pid/net/ipc/uts namespaces (no network at all), a read-only view of the
+  system directories and of the interpreter's environment, private ``/tmp`` and work tmpfs,
+  ``--die-with-parent``. When the host runs as root the runner keeps only the capabilities it
+  needs to drop jobs to an unprivileged uid; otherwise a user namespace is added.
+* ``unshare``: new pid/net/ipc/uts/mount namespaces but the host filesystem stays visible
+  (jobs run as an unprivileged uid when the host is root).
+* ``none``: rlimits only, with one loud warning line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Hashable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from verifiers.errors import SandboxUnavailable
+
+from ._base import Limits
+from ._client import Channel, RunnerLost, RunnerSandbox, Worker, WorkerPool, merge_limits
+from ._client import pooled_session as _pooled_session
+from ._settings import SandboxSettings
+
+__all__ = ["LocalProvider", "detect_isolation", "runner_source"]
+
+log = logging.getLogger("verifiers.sandbox")
+
+Isolation = Literal["bwrap", "unshare", "none"]
+_RUNNER_CAPS = ("SETUID", "SETGID", "CHOWN", "KILL", "DAC_OVERRIDE", "FOWNER")
+_WORK_ROOT = "/sandbox"
+_warned = False
+
+
+@functools.cache
+def runner_source() -> str:
+    """The runner's source text, passed to ``python3 -c`` (so no file needs mounting)."""
+    return (Path(__file__).with_name("_runner.py")).read_text(encoding="utf-8")
+
+
+def _system_python() -> str:
+    return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def _env_prefix(settings: SandboxSettings) -> tuple[Path, list[Path]]:
+    """The job interpreter's ``bin`` dir and every directory it needs to run."""
+    python = Path(settings.local_python or sys.executable)
+    bin_dir = python.parent
+    roots = {Path(sys.prefix), Path(sys.base_prefix)}
+    if settings.local_python is not None:
+        roots = {python.resolve().parent.parent, python.parent.parent}
+    return bin_dir, sorted(roots)
+
+
+def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
+    bwrap = shutil.which("bwrap") or "bwrap"
+    argv = [
+        bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+    ]
+    if os.geteuid() != 0:
+        argv.append("--unshare-user")
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+    _, roots = _env_prefix(settings)
+    made: set[str] = set()
+    for root in roots:
+        text = str(root)
+        if any(text == p or text.startswith(p + "/") for p in ("/usr", "/etc")):
+            continue
+        # bwrap creates missing parents as 0700 root dirs; jobs (another uid) must traverse.
+        for parent in reversed(Path(text).parents):
+            name = str(parent)
+            if name != "/" and name not in made:
+                made.add(name)
+                argv += ["--perms", "0755", "--dir", name]
+        argv += ["--ro-bind", text, text]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", work_root]
+    argv += ["--chdir", "/"]
+    if os.geteuid() == 0:
+        argv += ["--cap-drop", "ALL"]
+        for cap in _RUNNER_CAPS:
+            argv += ["--cap-add", f"CAP_{cap}"]
+    return argv
+
+
+def _unshare_argv() -> list[str]:
+    unshare = shutil.which("unshare") or "unshare"
+    argv = [unshare, "--fork", "--pid", "--mount-proc", "--net", "--ipc", "--uts", "--mount"]
+    if os.geteuid() != 0:
+        argv += ["--user", "--map-root-user"]
+    return argv
+
+
+def _probe(argv: list[str]) -> bool:
+    try:
+        done = subprocess.run(
+            [*argv, _system_python(), "-I", "-S", "-c", "print('ok')"],
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == b"ok"
+
+
+@functools.cache
+def _probe_cached(kind: Isolation) -> bool:
+    if kind == "bwrap":
+        return shutil.which("bwrap") is not None and _probe(
+            _bwrap_argv(SandboxSettings(), "/tmp/verifiers-probe")
+        )
+    if kind == "unshare":
+        return shutil.which("unshare") is not None and _probe(_unshare_argv())
+    return True
+
+
+def detect_isolation(preferred: str = "auto") -> Isolation:
+    """The strongest local isolation that works here (``bwrap`` > ``unshare`` > ``none``).
+
+    Raises:
+        SandboxUnavailable: a specific mechanism was requested and does not work.
+    """
+    if preferred in ("bwrap", "unshare"):
+        if not _probe_cached(preferred):  # type: ignore[arg-type]
+            raise SandboxUnavailable(
+                f"local sandbox isolation {preferred!r} does not work on this machine",
+                hint="apt-get install bubblewrap, or use local_isolation='auto'",
+            )
+        return preferred  # type: ignore[return-value]
+    if preferred == "none":
+        return "none"
+    for kind in ("bwrap", "unshare"):
+        if _probe_cached(kind):  # type: ignore[arg-type]
+            return kind  # type: ignore[return-value]
+    return "none"
+
+
+class _ProcessChannel(Channel):
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None and process.stdin is not None
+        self.process = process
+        self._reader = process.stdout
+        self._writer = process.stdin
+
+    async def read_exactly(self, size: int) -> bytes:
+        return await self._reader.readexactly(size)
+
+    async def write(self, data: bytes) -> None:
+        self._writer.write(data)
+        await self._writer.drain()
+
+    def close(self) -> None:
+        if not self._writer.is_closing():
+            self._writer.close()
+
+
+class _LocalWorker(Worker):
+    def __init__(self, channel: _ProcessChannel, key: Hashable) -> None:
+        super().__init__(channel, key)
+        self.process = channel.process
+
+    async def kill(self) -> None:
+        self.broken = self.broken or "killed"
+        if self.process.returncode is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.channel.close()
+        try:
+            await asyncio.wait_for(self.process.wait(), 10)
+        except TimeoutError:
+            log.warning("local sandbox runner %d did not exit after SIGKILL", self.process.pid)
+
+
+class LocalProvider:
+    """Runs sessions in warm local runners (see the module docstring for the isolation)."""
+
+    kind = "local"
+
+    def __init__(self, settings: SandboxSettings | None = None) -> None:
+        self.settings = settings or SandboxSettings()
+        self.isolation: Isolation = detect_isolation(self.settings.local_isolation)
+        if self.isolation == "none":
+            _warn_once()
+        self._pool = WorkerPool(self._start, self.settings)
+        self._next_slot = 0
+
+    def _job_uid(self) -> int:
+        # A uid per runner keeps RLIMIT_NPROC and the process sweep per runner; the pid term
+        # keeps two providers on one host apart.
+        self._next_slot += 1
+        return 200_000 + (os.getpid() % 1000) * 100 + self._next_slot % 100
+
+    def _command(self, key: Hashable) -> list[str]:
+        bin_dir, _ = _env_prefix(self.settings)
+        uid = self._job_uid()
+        private = self.isolation in ("bwrap", "unshare")
+        # bwrap gives each runner its own tmpfs; otherwise each gets its own host folder.
+        work_root = _WORK_ROOT if self.isolation == "bwrap" else f"{_host_work_root()}/{uid}"
+        config = {
+            "root": work_root,
+            "job_uid": uid,
+            "job_gid": uid,
+            "private_pids": private,
+            "address_space": True,
+            "nproc": True,
+            "python_fastpath": self.settings.python_fastpath,
+            "path": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "env": {
+                "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONNOUSERSITE": "1",
+                "OPENBLAS_NUM_THREADS": "1",
+                "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1",
+                "MPLBACKEND": "Agg",
+            },
+        }
+        if self.isolation == "unshare" and os.geteuid() != 0:
+            config["job_uid"] = 0  # only uid 0 is mapped in the user namespace
+            config["job_gid"] = 0
+        runner = [_system_python(), "-I", "-c", runner_source(), json.dumps(config)]
+        if self.isolation == "bwrap":
+            return [*_bwrap_argv(self.settings, work_root), *runner]
+        if self.isolation == "unshare":
+            return [*_unshare_argv(), *runner]
+        return runner
+
+    async def _start(self, key: Hashable) -> Worker:
+        argv = self._command(key)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+                limit=1 << 20,
+            )
+        except OSError as exc:
+            raise SandboxUnavailable(f"cannot start the local sandbox runner: {exc}") from None
+        worker = _LocalWorker(_ProcessChannel(process), key)
+        try:
+            await worker.handshake(self.settings.start_timeout_s)
+        except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
+            await worker.kill()
+            raise SandboxUnavailable(
+                f"local sandbox runner did not start ({self.isolation}): {exc!r}",
+                hint="run `verifiers sandbox check`",
+            ) from None
+        return worker
+
+    def session(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
+        """A fresh work dir in a warm local runner. ``image`` is accepted for parity with the
+        docker backend; jobs see the host's system and the configured interpreter."""
+        merged = merge_limits(self.settings.limits, limits)
+        return self._session(image, merged)
+
+    @asynccontextmanager
+    async def _session(self, image: str, limits: Limits) -> AsyncIterator[RunnerSandbox]:
+        key = (image, limits.memory_mb, limits.pids)
+        async with _pooled_session(self._pool, key, limits, self.settings) as sandbox:
+            yield sandbox
+
+    async def warm(self, image: str = "python", count: int = 1, **limits: Any) -> None:
+        """Start ``count`` runners ahead of the first session (they stay warm)."""
+        merged = merge_limits(self.settings.limits, limits)
+        await self._pool.warm((image, merged.memory_mb, merged.pids), count)
+
+    def counts(self) -> dict[str, int]:
+        """Idle and busy runners."""
+        return self._pool.counts()
+
+    async def close(self) -> None:
+        """Kill every runner (and remove the host work folders of unshare/rlimit runners)."""
+        await self._pool.close()
+        if self.isolation != "bwrap":
+            shutil.rmtree(_host_work_root(), ignore_errors=True)
+
+
+def _host_work_root() -> str:
+    base = os.environ.get("VERIFIERS_SANDBOX_WORKDIR") or "/tmp"
+    path = os.path.join(base, f"verifiers-sandbox-{os.getpid()}")
+    os.makedirs(path, mode=0o755, exist_ok=True)
+    return path
+
+
+def _warn_once() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        log.warning(
+            "verifiers.sandbox: NO ISOLATION - neither bubblewrap nor unshare works here; "
+            "untrusted code runs with rlimits only (install bubblewrap or Docker)"
+        )

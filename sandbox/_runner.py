@@ -1,0 +1,1050 @@
+"""The sandbox runner: a stdlib-only job server that runs *inside* the isolation boundary.
+
+One runner lives in each warm container (and in each local bubblewrap/unshare sandbox). It
+talks to the host over its stdin/stdout with length-prefixed JSON frames and forks one child per
+job, so a job costs a ``fork`` + ``exec`` instead of a ``docker run`` (~385 ms) or a
+``docker exec`` (~100 ms).
+
+Why each step exists:
+
+* The protocol file descriptors are moved away from 0/1 and made close-on-exec, so a job can
+  never write forged frames to the host.
+* The runner makes itself non-dumpable, so a job running as the same uid cannot ptrace it or
+  open ``/proc/<runner>/fd``.
+* Every job runs in its own session and process group (``setsid``), with rlimits, ``oom_score_adj``
+  1000, and, when the runner is root, under an unprivileged uid without capabilities. After the
+  job's main process exits (or at the deadline) the runner kills the group and then every
+  remaining process of the job uid it can see (escaped daemons, fork bombs).
+* Work directories are owned by root with the sticky bit: the job can add files but cannot
+  delete or rename files written ``readonly`` by the verifier. Paths from the host are checked
+  component by component without following symlinks, so a job cannot redirect a later
+  ``write``/``read`` of the (root) runner outside its work directory.
+
+This file must stay importable and runnable by a bare ``/usr/bin/python3`` (3.9+) with no
+third-party package: the host starts it with ``python3 -I -c <this source> <config json>``.
+
+Frames: 4-byte big-endian length, then a UTF-8 JSON object. Binary fields are base64 strings.
+Requests carry ``op`` (``begin``, ``exec``, ``write``, ``read``, ``end``, ``ping``); replies
+carry ``ok`` and either the op's fields or ``error`` + ``kind``.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import json
+import os
+import resource
+import select
+import selectors
+import signal
+import socket
+import stat
+import struct
+import sys
+import time
+from typing import Any
+
+PROTOCOL_VERSION = 1
+HEADER = struct.Struct(">I")
+MAX_FRAME = 1 << 30
+_READ_CHUNK = 1 << 16
+
+
+# -- framing (also imported by the host side) ------------------------------------------------
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    """One frame: length prefix + compact JSON."""
+    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    return HEADER.pack(len(body)) + body
+
+
+def decode_body(body: bytes) -> dict[str, Any]:
+    """Parse a frame body; a non-object is a protocol error."""
+    message = json.loads(body.decode("utf-8"))
+    if not isinstance(message, dict):
+        raise ValueError("frame is not a JSON object")
+    return message
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+# -- runner ----------------------------------------------------------------------------------
+
+
+class RequestError(Exception):
+    """A request the runner refuses; ``kind`` tells the host which exception to raise."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        try:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+        except InterruptedError:
+            continue
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except InterruptedError:
+            continue
+        view = view[written:]
+
+
+_prctl: list[Any] = []
+
+
+def _set_dumpable(flag: int) -> None:
+    """``prctl(PR_SET_DUMPABLE, flag)``. The runner sets 0: no ptrace or ``/proc/<pid>/fd``
+    access by a job of the same uid. A fast-path job sets 1 again, as ``exec`` would.
+    (libc is looked up once, in the runner, so forked jobs only make the call.)"""
+    try:
+        if not _prctl:
+            import ctypes
+
+            _prctl.append(ctypes.CDLL(None, use_errno=True).prctl)
+        _prctl[0](4, flag, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _oom_kills() -> int:
+    """The memory cgroup's OOM-kill counter (v1 or v2), or -1 when none is visible."""
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path) as handle:
+                for line in handle:
+                    parts = line.split()
+                    if len(parts) == 2 and parts[0] == "oom_kill":
+                        return int(parts[1])
+        except (OSError, ValueError):
+            continue
+    return -1
+
+
+class Runner:
+    """The job server. ``config`` comes from the host as the first argv (JSON)."""
+
+    def __init__(self, config: dict[str, Any], rfd: int, wfd: int) -> None:
+        self.rfd = rfd
+        self.wfd = wfd
+        self.root = str(config.get("root", "/work"))
+        self.is_root = os.geteuid() == 0
+        self.job_uid = int(config.get("job_uid", 65534)) if self.is_root else os.getuid()
+        self.job_gid = int(config.get("job_gid", 65534)) if self.is_root else os.getgid()
+        self.private_pids = bool(config.get("private_pids", False))
+        self.address_space = bool(config.get("address_space", True))
+        self.nproc = bool(config.get("nproc", True))
+        self.path = str(config.get("path", "/usr/local/bin:/usr/bin:/bin"))
+        self.base_env = {str(k): str(v) for k, v in dict(config.get("env", {})).items()}
+        self.workdir: str | None = None
+        self.sessions = 0
+        self.zygote: socket.socket | None = None
+        self.zygote_pid = 0
+        self.python_real = os.path.realpath(sys.executable)
+        self._is_us: dict[tuple[str, str], bool] = {}
+        self.ancestors = self._ancestors()
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2"):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+    # .. main loop ..........................................................................
+
+    def serve(self) -> int:
+        self.send(
+            {
+                "op": "hello",
+                "version": PROTOCOL_VERSION,
+                "pid": os.getpid(),
+                "uid": os.getuid(),
+                "job_uid": self.job_uid,
+                "python": sys.version.split()[0],
+                "oom_counter": _oom_kills() >= 0,
+                "fast_python": self.zygote is not None,
+            }
+        )
+        while True:
+            header = _read_exact(self.rfd, HEADER.size)
+            if header is None:
+                break
+            (size,) = HEADER.unpack(header)
+            if size > MAX_FRAME:
+                break
+            body = _read_exact(self.rfd, size)
+            if body is None:
+                break
+            try:
+                request = decode_body(body)
+                reply = self.dispatch(request)
+                reply["ok"] = True
+            except RequestError as exc:
+                reply = {"ok": False, "kind": exc.kind, "error": str(exc)}
+            except Exception as exc:  # report, keep serving: the host decides to recycle
+                reply = {"ok": False, "kind": "runner", "error": f"{type(exc).__name__}: {exc}"}
+            self.send(reply)
+        self.sweep(None)
+        self.remove_workdir()
+        return 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        _write_all(self.wfd, encode_frame(message))
+
+    def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "ping":
+            return {
+                "pong": True,
+                "fds": len(os.listdir("/proc/self/fd")),
+                "jobs": len(self._job_pids()),
+            }
+        if op == "begin":
+            return self.begin()
+        if op == "end":
+            return self.end()
+        if self.workdir is None:
+            raise RequestError("protocol", f"{op!r} before 'begin'")
+        if op == "exec":
+            return self.run_job(request)
+        if op == "write":
+            return self.write_files(request)
+        if op == "read":
+            return self.read_file(request)
+        raise RequestError("protocol", f"unknown op {op!r}")
+
+    # .. sessions ...........................................................................
+
+    def begin(self) -> dict[str, Any]:
+        if self.workdir is not None:
+            self.end()
+        self.sessions += 1
+        path = os.path.join(self.root, f"job{self.sessions}")
+        os.mkdir(path, 0o700)
+        os.chmod(path, 0o1777)  # root-owned + sticky: the job cannot remove readonly files
+        self.workdir = path
+        os.mkdir(os.path.join(path, ".tmp"), 0o700)
+        self._chown_job(os.path.join(path, ".tmp"))
+        return {"workdir": path}
+
+    def end(self) -> dict[str, Any]:
+        leftover = self.sweep(None)
+        removed = self.remove_workdir()
+        return {"clean": leftover == 0 and removed, "leftover": leftover}
+
+    def remove_workdir(self) -> bool:
+        path, self.workdir = self.workdir, None
+        if path is None:
+            return True
+        _rmtree(path)
+        return not os.path.lexists(path)
+
+    # .. jobs ...............................................................................
+
+    def run_job(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.workdir is not None
+        argv = [str(a) for a in request.get("argv", [])]
+        if not argv:
+            raise RequestError("bad_request", "empty argv")
+        limits = dict(request.get("limits", {}))
+        timeout = float(request.get("timeout", 10.0))
+        output_cap = int(limits.get("output_bytes", 1 << 20))
+        cwd = self.resolve(str(request.get("cwd") or "."), must_exist=True)
+        env = dict(self.base_env)
+        env.update({"HOME": self.workdir, "TMPDIR": os.path.join(self.workdir, ".tmp")})
+        env.setdefault("PATH", self.path)
+        env.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
+        stdin_data = unb64(request["stdin"]) if request.get("stdin") else b""
+
+        oom_before = _oom_kills()
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        started = time.monotonic()
+        fast = self.fast_python(argv, env)
+        pid = self._spawn_fast(fast, env, cwd, limits, timeout, in_r, out_w, err_w) if fast else 0
+        if pid == 0:
+            fast = None
+            pid = os.fork()
+            if pid == 0:  # child: never returns
+                self._child(argv, env, cwd, limits, timeout, in_r, out_w, err_w)
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+        deadline = started + timeout
+        result = self._supervise(
+            pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, fast is not None
+        )
+        duration = time.monotonic() - started
+        status, usage = result["status"], result["usage"]
+        if os.WIFSIGNALED(status):
+            returncode = -os.WTERMSIG(status)
+        elif os.WIFEXITED(status):
+            returncode = os.WEXITSTATUS(status)
+        else:
+            returncode = -signal.SIGKILL
+        timed_out = bool(result["timed_out"]) or returncode == -signal.SIGXCPU
+        oom_after = _oom_kills()
+        oom = oom_before >= 0 and oom_after > oom_before
+        stderr = result["stderr"]
+        if not oom and returncode != 0 and not timed_out:
+            tail = stderr[-4096:]
+            oom = any(
+                marker in tail
+                for marker in (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory")
+            )
+        return {
+            "returncode": returncode,
+            "stdout": b64(result["stdout"]),
+            "stderr": b64(stderr),
+            "truncated": result["truncated"],
+            "timed_out": timed_out,
+            "oom_killed": oom,
+            "duration_s": duration,
+            "cpu_s": (usage.ru_utime + usage.ru_stime) if usage is not None else 0.0,
+            "peak_memory_mb": (usage.ru_maxrss / 1024.0) if usage is not None else 0.0,
+            "leftover": result["leftover"],
+            "fast": fast is not None,
+        }
+
+    def _spawn_fast(
+        self,
+        fast: list[str],
+        env: dict[str, str],
+        cwd: str,
+        limits: dict[str, Any],
+        timeout: float,
+        in_r: int,
+        out_w: int,
+        err_w: int,
+    ) -> int:
+        """Have the zygote fork the job; returns its pid, or 0 when the zygote is gone."""
+        assert self.zygote is not None
+        spec_r, spec_w = os.pipe()
+        try:
+            socket.send_fds(self.zygote, [b"F"], [in_r, out_w, err_w, spec_r])
+            reply = _recv_exact(self.zygote, 4)
+        except OSError:
+            reply = b""
+        os.close(spec_r)
+        if len(reply) != 4:
+            os.close(spec_w)
+            self.zygote = None  # fall back to fork+exec from now on
+            return 0
+        (pid,) = struct.unpack(">i", reply)
+        spec = {"fast": fast, "env": env, "cwd": cwd, "limits": limits, "timeout": timeout}
+        try:
+            _write_all(spec_w, json.dumps(spec).encode("utf-8"))
+        except OSError:
+            pass  # the child died early; its status tells the rest
+        finally:
+            os.close(spec_w)
+        return int(pid)
+
+    def _enter_job(
+        self, cwd: str, limits: dict[str, Any], timeout: float, in_r: int, out_w: int, err_w: int
+    ) -> None:
+        """In the forked child: new session, job stdio only, rlimits, job uid, work dir."""
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_DFL)
+        os.setsid()
+        os.dup2(in_r, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        _close_other_fds()
+        try:
+            with open("/proc/self/oom_score_adj", "w") as handle:
+                handle.write("1000")
+        except OSError:
+            pass
+        memory = int(limits.get("memory_mb", 512)) << 20
+        cpu = limits.get("cpu_s")
+        cpu_s = int(float(cpu) + 0.999) if cpu is not None else int(timeout) + 1
+        settings = [
+            (resource.RLIMIT_CORE, 0),
+            (resource.RLIMIT_CPU, max(1, cpu_s)),
+            (resource.RLIMIT_FSIZE, int(limits.get("file_bytes", 64 << 20))),
+            (resource.RLIMIT_NOFILE, 1024),
+        ]
+        if self.address_space:
+            settings.append((resource.RLIMIT_AS, memory))
+        if self.nproc:
+            settings.append((resource.RLIMIT_NPROC, int(limits.get("pids", 64))))
+        for which, value in settings:
+            try:
+                resource.setrlimit(which, (value, value))
+            except (ValueError, OSError):
+                soft, hard = resource.getrlimit(which)
+                if hard == resource.RLIM_INFINITY or value < hard:
+                    resource.setrlimit(which, (value, hard))
+        if self.is_root:
+            os.setgroups([])
+            os.setgid(self.job_gid)
+            os.setuid(self.job_uid)
+        os.umask(0o022)
+        os.chdir(cwd)
+
+    def _child(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        limits: dict[str, Any],
+        timeout: float,
+        in_r: int,
+        out_w: int,
+        err_w: int,
+    ) -> None:
+        code = 127
+        try:
+            self._enter_job(cwd, limits, timeout, in_r, out_w, err_w)
+            code = 126
+            os.execvpe(argv[0], argv, env)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                code = 127
+            try:
+                os.write(2, f"sandbox: cannot run {argv[0]!r}: {exc.strerror}\n".encode())
+            except OSError:
+                pass
+        finally:
+            os._exit(code)
+
+    # .. python fast path .....................................................................
+
+    def fast_python(self, argv: list[str], env: dict[str, str]) -> list[str] | None:
+        """``[mode, target, *args]`` when ``argv`` runs this very interpreter plainly.
+
+        Such jobs run in a fork of the zygote (a clean copy of this interpreter made before any
+        job data arrived) instead of a fresh interpreter: no start-up cost. Anything unusual
+        (flags, another interpreter, PYTHON* variables that change start-up) execs as usual.
+        """
+        if self.zygote is None or len(argv) < 2:
+            return None
+        key = (argv[0], env.get("PATH", ""))
+        same = self._is_us.get(key)
+        if same is None:
+            exe = argv[0]
+            if "/" not in exe:
+                for folder in key[1].split(os.pathsep):
+                    candidate = os.path.join(folder or ".", exe)
+                    if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                        exe = candidate
+                        break
+            same = os.path.realpath(exe) == self.python_real
+            writable = (self.root, "/tmp", "/var/tmp", "/dev/shm")
+            folders = key[1].split(os.pathsep) if "/" not in argv[0] else []
+            if all(f.startswith("/") and not f.startswith(writable) for f in folders):
+                self._is_us[key] = same  # read-only system folders only: the answer holds
+        if not same:
+            return None
+        if any(k.startswith("PYTHON") and k not in _FAST_ENV for k in env):
+            return None
+        if argv[1] in ("-c", "-m") and len(argv) >= 3:
+            return [argv[1], *argv[2:]]
+        if not argv[1].startswith("-"):
+            return ["file", *argv[1:]]
+        return None
+
+    def start_zygote(self) -> None:
+        """Fork the zygote now, while this process holds no job data at all."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                for fd in {self.rfd, self.wfd}:
+                    os.close(fd)
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                self._zygote_loop(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.zygote = ours
+        self.zygote_pid = pid
+        self.ancestors.add(pid)  # never swept as a job process
+
+    def _zygote_loop(self, sock: socket.socket) -> None:
+        # What every python job needs, imported once here instead of in each job.
+        import atexit  # noqa: F401
+        import runpy  # noqa: F401
+        import threading  # noqa: F401
+        import types  # noqa: F401
+
+        while True:
+            message, fds, _, _ = socket.recv_fds(sock, 16, 8)
+            if not message or len(fds) != 4:
+                return
+            pid = os.fork()
+            if pid == 0:
+                sock.close()
+                self._fast_child(*fds)
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(struct.pack(">i", pid))
+            _, status, usage = os.wait4(pid, 0)
+            sock.sendall(
+                _ZYGOTE_DONE.pack(status, usage.ru_utime, usage.ru_stime, float(usage.ru_maxrss))
+            )
+
+    def _fast_child(self, in_r: int, out_w: int, err_w: int, spec_r: int) -> None:
+        code = 1
+        try:
+            chunks = []
+            while True:
+                chunk = os.read(spec_r, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            os.close(spec_r)
+            spec = json.loads(b"".join(chunks).decode("utf-8"))
+            self._enter_job(
+                str(spec["cwd"]), dict(spec["limits"]), float(spec["timeout"]), in_r, out_w, err_w
+            )
+            _set_dumpable(1)  # a normal process of the job uid, visible to the sweep
+            code = _run_python(list(spec["fast"]), dict(spec["env"]))
+        finally:
+            os._exit(code)
+
+    def _supervise(
+        self,
+        pid: int,
+        stdin_data: bytes,
+        in_w: int,
+        out_r: int,
+        err_r: int,
+        deadline: float,
+        cap: int,
+        via_zygote: bool = False,
+    ) -> dict[str, Any]:
+        sel = selectors.DefaultSelector()
+        buffers = {out_r: bytearray(), err_r: bytearray()}
+        truncated = False
+        timed_out = False
+        status: int | None = None
+        usage: Any = None
+        pending = memoryview(stdin_data)
+        for fd in (in_w, out_r, err_r):
+            os.set_blocking(fd, False)
+        sel.register(out_r, selectors.EVENT_READ)
+        sel.register(err_r, selectors.EVENT_READ)
+        sel.register(self.wake_r, selectors.EVENT_READ)
+        zygote_fd = -1
+        if via_zygote and self.zygote is not None:
+            zygote_fd = self.zygote.fileno()
+            sel.register(zygote_fd, selectors.EVENT_READ)
+        if pending:
+            sel.register(in_w, selectors.EVENT_WRITE)
+        else:
+            os.close(in_w)
+            in_w = -1
+        open_pipes = 2
+        leftover = -1
+        drain_until: float | None = None
+        while open_pipes or status is None:
+            now = time.monotonic()
+            if status is None and now >= deadline:
+                timed_out = True
+                self._kill_group(pid)
+                status, usage = self._reap_fast() if via_zygote else self._reap(pid)
+                leftover = self.sweep(pid)
+                drain_until = time.monotonic() + 0.5
+                continue
+            if drain_until is not None and now >= drain_until:
+                break
+            limit = (deadline if status is None else (drain_until or now + 0.5)) - now
+            for key, _ in sel.select(max(0.0, limit)):
+                fd = int(key.fd)
+                if fd == zygote_fd:
+                    sel.unregister(zygote_fd)
+                    zygote_fd = -1
+                    if status is None:
+                        status, usage = self._reap_fast()
+                        leftover = self.sweep(pid)
+                        drain_until = time.monotonic() + 0.5
+                    continue
+                if fd == self.wake_r:
+                    try:
+                        while os.read(self.wake_r, 512):
+                            pass
+                    except (BlockingIOError, InterruptedError):
+                        pass
+                    continue
+                if fd == in_w:
+                    try:
+                        written = os.write(in_w, pending[: 1 << 16])
+                        pending = pending[written:]
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        pending = memoryview(b"")
+                    if not pending:
+                        sel.unregister(in_w)
+                        os.close(in_w)
+                        in_w = -1
+                    continue
+                try:
+                    chunk = os.read(fd, _READ_CHUNK)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                if not chunk:
+                    sel.unregister(fd)
+                    open_pipes -= 1
+                    continue
+                buffer = buffers[fd]
+                room = cap - len(buffer)
+                if room > 0:
+                    buffer += chunk[:room]
+                if len(chunk) > room:
+                    truncated = True
+            if status is None and not via_zygote:
+                waited = os.wait4(pid, os.WNOHANG)
+                if waited[0] == pid:
+                    status, usage = waited[1], waited[2]
+                    # The job is over once its main process is: stragglers holding the pipes
+                    # open (background children, escaped daemons) are killed, not waited for.
+                    leftover = self.sweep(pid)
+                    drain_until = time.monotonic() + 0.5
+        if leftover < 0:
+            leftover = self.sweep(pid)
+        sel.close()
+        for fd in (in_w, out_r, err_r):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if status is None:
+            status, usage = self._reap_fast() if via_zygote else self._reap(pid)
+        return {
+            "status": status,
+            "usage": usage,
+            "stdout": bytes(buffers[out_r]),
+            "stderr": bytes(buffers[err_r]),
+            "truncated": truncated,
+            "timed_out": timed_out,
+            "leftover": leftover,
+        }
+
+    @staticmethod
+    def _kill_group(pgid: int) -> None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    @staticmethod
+    def _reap(pid: int) -> tuple[int, Any]:
+        for _ in range(200):
+            try:
+                waited = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                return (signal.SIGKILL, None)
+            if waited[0] == pid:
+                return waited[1], waited[2]
+            time.sleep(0.01)
+        return (signal.SIGKILL, None)
+
+    def _reap_fast(self) -> tuple[int, Any]:
+        """The zygote's report on the job it forked: (wait status, usage)."""
+        if self.zygote is not None:
+            ready, _, _ = select.select([self.zygote], [], [], 5.0)
+            data = _recv_exact(self.zygote, _ZYGOTE_DONE.size) if ready else b""
+            if len(data) == _ZYGOTE_DONE.size:
+                status, utime, stime, maxrss = _ZYGOTE_DONE.unpack(data)
+                return status, _Usage(utime, stime, maxrss)
+            self.zygote = None  # out of step with us: never use it again
+        return signal.SIGKILL, None
+
+    def _ancestors(self) -> set[int]:
+        seen = {1, os.getpid()}
+        pid = os.getppid()
+        while pid > 1 and pid not in seen:
+            seen.add(pid)
+            try:
+                with open(f"/proc/{pid}/stat") as handle:
+                    pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                break
+        return seen
+
+    def _job_pids(self) -> list[int]:
+        """Processes that belong to jobs: the job uid (root runner) or anything but us."""
+        found: list[int] = []
+        me = os.getpid()
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return found
+        for name in names:
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            if pid == me or pid in self.ancestors:
+                continue
+            uid = _real_uid(pid)
+            if uid is None:
+                continue
+            if self.is_root and self.job_uid != 0:
+                if uid == self.job_uid:
+                    found.append(pid)
+            elif self.private_pids and uid == os.getuid():
+                found.append(pid)
+        return found
+
+    def sweep(self, pgid: int | None) -> int:
+        """Kill every process of the job; returns how many survived (a tamper sign)."""
+        if pgid is not None:
+            self._kill_group(pgid)
+        if not (self.is_root and self.job_uid != 0) and not self.private_pids:
+            self._reap_children()
+            return 0
+        survivors = self._job_pids()
+        if not survivors:
+            self._reap_children()
+            return 0
+        for _ in range(50):
+            for pid in survivors:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            self._reap_children()
+            time.sleep(0.002)
+            survivors = [pid for pid in self._job_pids() if not _is_zombie(pid)]
+            if not survivors:
+                break
+        self._reap_children()
+        # Killed zombies only wait for their reaper (init); they hold nothing.
+        return len(survivors)
+
+    @staticmethod
+    def _reap_children() -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+
+    # .. files ..............................................................................
+
+    def resolve(self, relative: str, *, must_exist: bool = False) -> str:
+        """A path inside the work dir; every existing component must be a real directory."""
+        assert self.workdir is not None
+        if relative.startswith("/") or "\x00" in relative:
+            raise RequestError("bad_path", f"path must be relative: {relative!r}")
+        parts = [p for p in relative.split("/") if p not in ("", ".")]
+        if any(p == ".." for p in parts):
+            raise RequestError("bad_path", f"path escapes the work dir: {relative!r}")
+        path = self.workdir
+        for part in parts:
+            path = os.path.join(path, part)
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                if must_exist:
+                    raise RequestError("not_found", f"no such directory: {relative!r}") from None
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                raise RequestError("bad_path", f"path goes through a symlink: {relative!r}")
+        return path
+
+    def _chown_job(self, path: str) -> None:
+        if self.is_root:
+            os.lchown(path, self.job_uid, self.job_gid)
+
+    def _ensure_dir(self, path: str, readonly: bool) -> None:
+        """Make ``path`` a real directory the job cannot remove entries from (root-owned)."""
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            os.mkdir(path, 0o700)
+            os.chmod(path, 0o555 if readonly else 0o1777)
+            return
+        if not stat.S_ISDIR(info.st_mode):
+            os.unlink(path)
+            self._ensure_dir(path, readonly)
+            return
+        if self.is_root and info.st_uid != 0:
+            # The job made this directory; take it back before trusting it with readonly files.
+            os.lchown(path, 0, 0)
+            os.chmod(path, 0o1777)
+
+    def write_files(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.workdir is not None
+        readonly = bool(request.get("readonly", False))
+        files = dict(request.get("files", {}))
+        written = 0
+        for relative, encoded in files.items():
+            target = self.resolve(str(relative))
+            parts = [p for p in str(relative).split("/") if p not in ("", ".")]
+            if not parts:
+                raise RequestError("bad_path", "empty file name")
+            path = self.workdir
+            for part in parts[:-1]:
+                path = os.path.join(path, part)
+                self._ensure_dir(path, readonly)
+            if os.path.lexists(target):
+                if os.path.isdir(target) and not os.path.islink(target):
+                    _rmtree(target)
+                else:
+                    os.unlink(target)
+            data = unb64(str(encoded))
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            if readonly:
+                os.chmod(target, 0o444)
+            else:
+                os.chmod(target, 0o644)
+                self._chown_job(target)
+            written += len(data)
+        return {"written": written}
+
+    def read_file(self, request: dict[str, Any]) -> dict[str, Any]:
+        relative = str(request.get("path", ""))
+        target = self.resolve(relative)
+        max_bytes = int(request.get("max_bytes", 64 << 20))
+        try:
+            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            raise RequestError("not_found", f"no such file: {relative!r}") from None
+        except OSError as exc:
+            raise RequestError("bad_path", f"cannot open {relative!r}: {exc.strerror}") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise RequestError("bad_path", f"not a regular file: {relative!r}")
+            if info.st_size > max_bytes:
+                raise RequestError("too_large", f"{relative!r} has {info.st_size} bytes")
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > max_bytes:
+                    raise RequestError("too_large", f"{relative!r} is over {max_bytes} bytes")
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        return {"data": b64(b"".join(chunks))}
+
+
+_FAST_ENV = ("PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE", "PYTHONPATH")
+_ZYGOTE_DONE = struct.Struct(">iddd")
+
+
+class _Usage:
+    """The part of ``struct rusage`` the zygote reports for a job it forked."""
+
+    def __init__(self, utime: float, stime: float, maxrss: float) -> None:
+        self.ru_utime = utime
+        self.ru_stime = stime
+        self.ru_maxrss = maxrss
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _exit_status(code: object) -> int:
+    """What ``python3`` exits with for ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return 1
+
+
+def _run_python(fast: list[str], env: dict[str, str]) -> int:
+    """Run ``python3 -c/-m/script`` semantics in this (already sandboxed) forked interpreter.
+
+    Runs inside the job child after ``_enter_job`` (own session, rlimits, job uid, work dir):
+    exactly where ``execvpe(python3, ...)`` would have started a fresh interpreter.
+    """
+    import atexit
+    import builtins
+    import runpy
+    import threading
+    import types
+
+    os.environ.clear()
+    os.environ.update(env)
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    mode, target, args = fast[0], fast[1], fast[2:]
+    code = 0
+    try:
+        if mode == "-c":
+            sys.argv = ["-c", *args]
+            sys.path[0:0] = ["", *extra]
+            main = types.ModuleType("__main__")
+            main.__dict__["__builtins__"] = builtins
+            sys.modules["__main__"] = main
+            # The job's own program, in the sandboxed child: what `python3 -c` would run.
+            exec(compile(target, "<string>", "exec"), main.__dict__)  # noqa: S102
+        elif mode == "-m":
+            sys.argv = [target, *args]
+            sys.path[0:0] = [os.getcwd(), *extra]
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [target, *args]
+            sys.path[0:0] = [os.path.dirname(os.path.abspath(target)), *extra]
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_status(exc.code)
+    except Exception:
+        kind, value, trace = sys.exc_info()
+        if value is not None and trace is not None:
+            value.__traceback__ = trace.tb_next  # hide this frame, as python3 shows none
+            sys.excepthook(kind or type(value), value, trace.tb_next)  # type: ignore[arg-type]
+        code = 1
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        try:
+            shutdown()
+        except Exception:  # a broken thread at exit: python3 reports and exits too
+            pass
+    try:
+        atexit._run_exitfuncs()
+    except Exception:
+        code = code or 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 120
+    return code
+
+
+def _close_other_fds() -> None:
+    """Close every fd above 2. Lists the open ones: ``closerange`` falls back to one
+    ``close`` per number where seccomp hides ``close_range`` (Docker), ~65k syscalls."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        os.closerange(3, 65536)
+        return
+    for name in names:
+        fd = int(name)
+        if fd > 2:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _real_uid(pid: int) -> int | None:
+    """Real uid of ``pid`` from its status file (``/proc/<pid>`` itself shows root as the
+    owner of non-dumpable processes, which would hide them from a sweep)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _rmtree(path: str) -> None:
+    """Remove a tree without following symlinks; fixes modes the job may have removed."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(path)
+        return
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+    try:
+        names = os.listdir(path)
+    except OSError:
+        names = []
+    for name in names:
+        _rmtree(os.path.join(path, name))
+    os.rmdir(path)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point: ``python3 -I -c <source> <config json>``."""
+    config = json.loads(argv[0]) if argv else {}
+    connect = config.get("connect")
+    if connect:
+        # The host listens on a unix socket mounted into the container: a direct kernel
+        # channel, no engine in the data path. Unlinked by the host once we are connected.
+        channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        channel.connect(str(connect))
+        rfd = wfd = channel.detach()
+    else:
+        rfd = os.dup(0)
+        wfd = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    _set_dumpable(0)
+    root = str(config.get("root", "/work"))
+    os.makedirs(root, exist_ok=True)
+    runner = Runner(config, rfd, wfd)
+    if config.get("python_fastpath", True):
+        runner.start_zygote()
+    return runner.serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,59 @@
+"""Fixtures for the sandbox tests: one real provider per test, on the real engine / bwrap."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+from verifiers.sandbox import LocalProvider, SandboxSettings
+
+T = TypeVar("T")
+
+BACKENDS = [
+    pytest.param("docker", marks=pytest.mark.docker, id="docker"),
+    pytest.param("local", marks=pytest.mark.bwrap, id="bwrap"),
+]
+
+
+def make_provider(kind: str, **settings: Any) -> Any:
+    """A real provider: Docker (built ``python`` image) or local under bubblewrap."""
+    config = SandboxSettings(**settings)
+    if kind == "docker":
+        from verifiers.sandbox._docker import DockerProvider
+
+        return DockerProvider(config)
+    config = config.model_copy(update={"local_isolation": "bwrap"})
+    return LocalProvider(config)
+
+
+Run = Callable[[Callable[[Any], Awaitable[T]]], T]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture()
+def new_provider(backend: str) -> Callable[..., Any]:
+    """``new_provider(**settings)``: a real provider of the test's backend (caller closes)."""
+    return lambda **settings: make_provider(backend, **settings)
+
+
+@pytest.fixture()
+def run_with(backend: str) -> Iterator[Callable[..., Any]]:
+    """``run_with(async_fn, **settings)``: a fresh provider, ``async_fn(provider)``, close."""
+
+    def runner(body: Callable[[Any], Awaitable[T]], **settings: Any) -> T:
+        async def main() -> T:
+            provider = make_provider(backend, **settings)
+            try:
+                return await body(provider)
+            finally:
+                await provider.close()
+
+        return asyncio.run(main())
+
+    yield runner

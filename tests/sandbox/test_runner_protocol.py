@@ -1,0 +1,196 @@
+"""Unit tests of the runner protocol: the real runner script in a plain subprocess.
+
+No isolation backend is involved (these run everywhere); the bwrap/docker tests cover the
+isolation itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from verifiers.sandbox._local import _system_python, runner_source
+from verifiers.sandbox._runner import HEADER, b64, decode_body, encode_frame, unb64
+
+# Jobs run as another uid: use an interpreter every uid can execute.
+PY = _system_python()
+
+
+class RunnerProcess:
+    def __init__(self, tmp: str) -> None:
+        config = {
+            "root": tmp,
+            "job_uid": 65000 + os.getpid() % 500,
+            "job_gid": 65000 + os.getpid() % 500,
+        }
+        self.proc = subprocess.Popen(
+            [PY, "-I", "-c", runner_source(), json.dumps(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.hello = self.read()
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        header = self.proc.stdout.read(HEADER.size)
+        assert len(header) == HEADER.size, "runner closed its stream"
+        (size,) = HEADER.unpack(header)
+        return decode_body(self.proc.stdout.read(size))
+
+    def call(self, **message: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(encode_frame(message))
+        self.proc.stdin.flush()
+        return self.read()
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=10)
+
+
+@pytest.fixture()
+def runner() -> Iterator[RunnerProcess]:
+    # pytest's tmp_path sits under a 0700 dir the job uid cannot traverse.
+    root = tempfile.mkdtemp(prefix="verifiers-runner-test-")
+    os.chmod(root, 0o755)
+    process = RunnerProcess(os.path.join(root, "work"))
+    yield process
+    if process.proc.poll() is None:
+        process.close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_frame_roundtrip() -> None:
+    message = {"op": "exec", "argv": ["a", "ü"], "stdin": b64(b"\x00\xff")}
+    frame = encode_frame(message)
+    (size,) = HEADER.unpack(frame[: HEADER.size])
+    assert size == len(frame) - HEADER.size
+    body = decode_body(frame[HEADER.size :])
+    assert body == message and unb64(body["stdin"]) == b"\x00\xff"
+    with pytest.raises(ValueError):
+        decode_body(b"[1, 2]")
+
+
+def test_hello_and_protocol_errors(runner: RunnerProcess) -> None:
+    assert runner.hello["op"] == "hello" and runner.hello["version"] == 1
+    pong = runner.call(op="ping")
+    assert pong["ok"] and pong["pong"] and pong["fds"] > 2 and pong["jobs"] == 0
+    reply = runner.call(op="exec", argv=["true"])
+    assert reply["ok"] is False and reply["kind"] == "protocol"  # exec before begin
+    assert runner.call(op="nope")["ok"] is False
+
+
+def test_exec_roundtrip(runner: RunnerProcess) -> None:
+    begin = runner.call(op="begin")
+    assert begin["ok"] and os.path.isdir(begin["workdir"])
+    reply = runner.call(
+        op="exec",
+        argv=[PY, "-c", "import sys; d = sys.stdin.read(); print(d.upper()); sys.exit(3)"],
+        stdin=b64(b"hello"),
+        timeout=20,
+        limits={"memory_mb": 1024, "output_bytes": 1000},
+    )
+    assert reply["ok"], reply
+    assert reply["returncode"] == 3
+    assert unb64(reply["stdout"]) == b"HELLO\n"
+    assert reply["timed_out"] is False and reply["truncated"] is False
+    assert reply["cpu_s"] > 0 and reply["peak_memory_mb"] > 1
+
+
+def test_output_cap_and_timeout(runner: RunnerProcess) -> None:
+    runner.call(op="begin")
+    reply = runner.call(
+        op="exec",
+        argv=[PY, "-c", "import sys; sys.stdout.write('x' * 100000)"],
+        timeout=20,
+        limits={"memory_mb": 1024, "output_bytes": 1000},
+    )
+    assert reply["truncated"] is True and len(unb64(reply["stdout"])) == 1000
+    reply = runner.call(op="exec", argv=["sleep", "30"], timeout=0.5, limits={})
+    assert reply["timed_out"] is True and reply["returncode"] == -9
+    assert reply["duration_s"] < 5
+
+
+def test_files_and_paths(runner: RunnerProcess) -> None:
+    runner.call(op="begin")
+    assert runner.call(op="write", files={"a/b.txt": b64(b"data")}, readonly=False)["ok"]
+    assert unb64(runner.call(op="read", path="a/b.txt")["data"]) == b"data"
+    assert runner.call(op="read", path="missing")["kind"] == "not_found"
+    assert runner.call(op="read", path="../etc/passwd")["kind"] == "bad_path"
+    assert runner.call(op="read", path="/etc/passwd")["kind"] == "bad_path"
+    assert runner.call(op="read", path="a/b.txt", max_bytes=2)["kind"] == "too_large"
+    end = runner.call(op="end")
+    assert end["ok"] and end["clean"] is True
+
+
+def test_eof_stops_runner(runner: RunnerProcess) -> None:
+    assert runner.close() == 0
+
+
+def _exec(runner: RunnerProcess, argv: list[str], **extra: Any) -> dict[str, Any]:
+    reply = runner.call(op="exec", argv=argv, timeout=20, limits={"memory_mb": 1024}, **extra)
+    assert reply["ok"], reply
+    return reply
+
+
+def test_python_fast_path_keeps_python3_semantics(runner: RunnerProcess) -> None:
+    assert runner.hello["fast_python"] is True
+    runner.call(op="begin")
+    code = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('bye'))\n"
+        "print(sys.argv, os.getuid() == int(os.environ['JOB_UID']), __name__, sys.path[0])\n"
+    )
+    reply = _exec(runner, [PY, "-c", code, "x", "y"], env={"JOB_UID": str(runner.hello["job_uid"])})
+    assert reply["fast"] is True
+    assert unb64(reply["stdout"]) == b"['-c', 'x', 'y'] True __main__ \nbye\n"
+    reply = _exec(runner, [PY, "-c", "import sys; sys.exit(3)"])
+    assert reply["fast"] and reply["returncode"] == 3
+    reply = _exec(runner, [PY, "-c", "raise SystemExit('custom message')"])
+    assert reply["returncode"] == 1 and unb64(reply["stderr"]) == b"custom message\n"
+    reply = _exec(runner, [PY, "-c", "x = 1\nraise ValueError('boom')"])
+    stderr = unb64(reply["stderr"]).decode()
+    assert reply["returncode"] == 1
+    assert stderr.startswith('Traceback (most recent call last):\n  File "<string>", line 2')
+    assert stderr.endswith("ValueError: boom\n")
+    # -m and script modes, with stdin
+    reply = _exec(runner, [PY, "-m", "json.tool"], stdin=b64(b'{"a": 1}'))
+    assert reply["fast"] and unb64(reply["stdout"]) == b'{\n    "a": 1\n}\n'
+    runner.call(op="write", files={"prog.py": b64(b"import sys\nprint(sys.argv[1:], __file__)")})
+    reply = _exec(runner, [PY, "prog.py", "arg"])
+    assert reply["fast"] and unb64(reply["stdout"]).startswith(b"['arg'] ")
+
+
+def test_python_fast_path_is_skipped_when_semantics_would_differ(runner: RunnerProcess) -> None:
+    runner.call(op="begin")
+    for argv, env in (
+        ([PY, "-u", "-c", "print(1)"], {}),  # interpreter flags
+        ([PY, "-c", "print(1)"], {"PYTHONHASHSEED": "0"}),  # start-up variables
+        (["/bin/echo", "1"], {}),  # another program
+    ):
+        reply = _exec(runner, argv, env=env)
+        assert reply["fast"] is False and unb64(reply["stdout"]) == b"1\n", argv
+
+
+def test_python_fast_path_limits_and_timeouts(runner: RunnerProcess) -> None:
+    runner.call(op="begin")
+    reply = runner.call(
+        op="exec", argv=[PY, "-c", "while True: pass"], timeout=0.5, limits={"memory_mb": 1024}
+    )
+    assert reply["fast"] and reply["timed_out"] and reply["returncode"] == -9
+    reply = runner.call(
+        op="exec",
+        argv=[PY, "-c", "x = bytearray(400 << 20)"],
+        timeout=10,
+        limits={"memory_mb": 200},
+    )
+    assert reply["fast"] and reply["oom_killed"] and reply["returncode"] == 1
+    again = _exec(runner, [PY, "-c", "print('still fine')"])
+    assert again["fast"] and unb64(again["stdout"]) == b"still fine\n"
