@@ -914,6 +914,10 @@ def _run_python(fast: list[str], env: dict[str, str]) -> int:
     os.environ.update(env)
     sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
     extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # What a fresh CPython sets up at start: SIGPIPE and SIGXFSZ ignored (so a closed pipe or
+    # an oversized file is an OSError, not a silent death), SIGINT -> KeyboardInterrupt.
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     mode, target, args = fast[0], fast[1], fast[2:]
     code = 0

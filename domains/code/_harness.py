@@ -1,0 +1,1357 @@
+"""The judge that runs *inside* the sandbox (stdlib only; also imported by the host for its codec).
+
+Why a judge process and a separate candidate process
+-----------------------------------------------------
+Candidate code that runs in the same interpreter as the code that decides whether it passed can
+rewrite that decision: patch ``builtins``/``unittest``/``pytest``, walk frames and ``gc`` to read
+the expected values, return objects whose ``__eq__`` is always true, exit before the tests with
+status 0, print fake "passed" lines. So the two never share an interpreter:
+
+* the **judge** (``python3 -I harness.py``, trusted) reads its job (test code, inputs, a random
+  per-run nonce) from stdin, turns itself non-dumpable (so a same-uid process cannot read its
+  memory, fds or environment through ``/proc`` or ``ptrace``), runs the test code, and writes
+  one result line per test, prefixed with the nonce, to a private duplicate of its stdout;
+* the **candidate** process (forked from the judge *before* the job is read, or started fresh
+  after a crash) imports the model's code and answers remote calls over a pipe: call this
+  function with these JSON-encoded arguments, return the JSON-encoded result. Objects that are
+  not plain data come back as opaque handles; the judge never calls the candidate's ``__eq__``.
+  Its stdin is ``/dev/null``, its stdout/stderr are pipes the judge drains (feedback only).
+
+The candidate never sees the nonce, the test code or (for ``io``/``call``) any expected value.
+Anything it does to its own process changes nothing the judge believes; killing or stopping the
+judge leaves the host without the nonce-signed ``done`` line, which the host scores as 0.
+
+Wire format (host <-> judge): stdin is one JSON object; stdout lines ``<nonce> <kind> <json>``
+with kind ``R`` (ready), ``T`` (one test's outcome) or ``D`` (done). Judge <-> candidate:
+4-byte big-endian length + JSON, one reply per request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import signal
+import struct
+import sys
+import time
+
+# Kept out of the judge's start-up path (every millisecond here is paid per sample); mypy
+# treats any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+__all__ = ["CodecError", "decode", "encode"]
+
+MAX_MESSAGE = 16 << 20
+"""Largest judge<->candidate message; a bigger reply is a protocol violation."""
+MAX_DEPTH = 100
+MAX_ITEMS = 1_000_000
+_BIG_INT = 1 << 63
+
+
+class CodecError(Exception):
+    """A value cannot be encoded, or an encoded value is malformed."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Codec: tagged JSON for plain Python data. Lists and JSON primitives stand for themselves;
+# everything else is an object {"$": tag, "v": ...}. Decoding builds only builtin types.
+# ---------------------------------------------------------------------------------------------
+
+
+def encode(obj: Any, ref: Callable[[Any], Any] | None = None, _depth: int = 0) -> Any:
+    """Encode plain data (None/bool/int/float/str/bytes/complex/list/tuple/dict/set).
+
+    ``ref`` turns anything else into a handle; without it such values raise ``CodecError``.
+    Subclasses of builtins (IntEnum, namedtuple, OrderedDict ...) are encoded as their base.
+    """
+    if _depth > MAX_DEPTH:
+        raise CodecError("value nested too deeply")
+    t = type(obj)
+    d = _depth + 1
+    if obj is None or t is bool or t is str:
+        return obj
+    if t is int:
+        return obj if -_BIG_INT < obj < _BIG_INT else {"$": "int", "v": hex(obj)}
+    if t is float:
+        if math.isfinite(obj):
+            return obj
+        return {"$": "float", "v": repr(obj)}
+    if t is list:
+        return [encode(x, ref, d) for x in obj]
+    if t is tuple:
+        return {"$": "tuple", "v": [encode(x, ref, d) for x in obj]}
+    if t is dict:
+        return {"$": "dict", "v": [[encode(k, ref, d), encode(v, ref, d)] for k, v in obj.items()]}
+    if t is set or t is frozenset:
+        return {"$": t.__name__, "v": [encode(x, ref, d) for x in obj]}
+    if t is bytes or t is bytearray:
+        import base64
+
+        return {"$": "bytes", "v": base64.b64encode(bytes(obj)).decode("ascii")}
+    if t is complex:
+        return {"$": "complex", "v": [encode(obj.real), encode(obj.imag)]}
+    try:
+        return _encode_subclass(obj, ref, d)
+    except CodecError:
+        raise
+    except Exception:
+        if ref is not None:
+            return ref(obj)
+        raise CodecError(f"cannot encode a {type(obj).__name__} object") from None
+
+
+def _encode_subclass(obj: Any, ref: Callable[[Any], Any] | None, d: int) -> Any:
+    # Honest subclasses of builtins and numpy values: encode as the plain base value.
+    if isinstance(obj, bool):
+        return bool(obj)
+    if isinstance(obj, int):
+        return encode(int.__index__(obj), ref, d)
+    if isinstance(obj, float):
+        return encode(float.__float__(obj), ref, d)
+    if isinstance(obj, str):
+        return str.__str__(obj)
+    if isinstance(obj, (list, tuple, dict, set, frozenset, bytes, bytearray)):
+        base: Any = next(
+            b for b in (list, tuple, dict, set, frozenset, bytes, bytearray) if isinstance(obj, b)
+        )
+        return encode(base(obj), ref, d)
+    if type(obj).__module__ == "numpy" and hasattr(obj, "tolist"):
+        return encode(obj.tolist(), ref, d)
+    if ref is not None:
+        return ref(obj)
+    raise CodecError(f"cannot encode a {type(obj).__name__} object")
+
+
+def decode(data: Any, ref: Callable[[dict[str, Any]], Any] | None = None) -> Any:
+    """Inverse of :func:`encode`, building only builtin objects (``ref`` maps handles).
+
+    Raises:
+        CodecError: malformed input, unhashable keys, or too many items.
+    """
+    budget = [MAX_ITEMS]
+    try:
+        return _decode(data, ref, budget, 0)
+    except (TypeError, ValueError, KeyError, RecursionError) as exc:
+        raise CodecError(f"malformed value: {exc!r}"[:300]) from None
+
+
+def _decode(
+    data: Any, ref: Callable[[dict[str, Any]], Any] | None, budget: list[int], depth: int
+) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH + 2:
+        raise CodecError("value too large or nested too deeply")
+    t = type(data)
+    if data is None or t is bool or t is str or t is int:
+        return data
+    if t is float:
+        return data
+    if t is list:
+        return [_decode(x, ref, budget, depth + 1) for x in data]
+    if t is not dict:
+        raise CodecError(f"unexpected {t.__name__} in encoded value")
+    tag = data.get("$")
+    value = data.get("v")
+    if tag == "ref":
+        if ref is None:
+            raise CodecError("unexpected object handle")
+        return ref(data)
+    if tag == "int":
+        return int(str(value), 16)
+    if tag == "float":
+        if value not in ("nan", "inf", "-inf"):
+            raise CodecError(f"bad float {value!r}")
+        return float(value)
+    if tag == "bytes":
+        import base64
+
+        return base64.b64decode(str(value), validate=True)
+    if tag == "complex":
+        re_, im = (float(_decode(x, None, budget, depth + 1)) for x in value)
+        return complex(re_, im)
+    if type(value) is not list:
+        raise CodecError(f"bad encoded {tag!r}")
+    items = [_decode(x, ref, budget, depth + 1) for x in value]
+    if tag == "tuple":
+        return tuple(items)
+    if tag == "set":
+        return set(items)
+    if tag == "frozenset":
+        return frozenset(items)
+    if tag == "dict":
+        out: dict[Any, Any] = {}
+        for pair in items:
+            if type(pair) is not list or len(pair) != 2:
+                raise CodecError("bad dict item")
+            out[pair[0]] = pair[1]
+        return out
+    raise CodecError(f"unknown tag {tag!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Framing over pipes
+# ---------------------------------------------------------------------------------------------
+
+
+def _frame(obj: Any) -> bytes:
+    data = json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+    if len(data) > MAX_MESSAGE:
+        raise CodecError("message too large")
+    return struct.pack(">I", len(data)) + data
+
+
+def _write_msg(fd: int, obj: Any) -> None:
+    view = memoryview(_frame(obj))
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _wait(fd: int, write: bool, deadline: float | None, sinks: list[_Sink]) -> None:
+    """Block until ``fd`` is ready, draining ``sinks`` meanwhile; TimeoutError at ``deadline``."""
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise TimeoutError
+        live = [k.fd for k in sinks if k.fd >= 0]
+        rd, wr, _ = select.select(
+            [*live] if write else [fd, *live], [fd] if write else [], [], left
+        )
+        for k in sinks:
+            if k.fd in rd:
+                k.pump()
+        if fd in (wr if write else rd):
+            return
+        if not rd and not wr:
+            raise TimeoutError
+
+
+def _read_exact(fd: int, n: int, deadline: float | None, sinks: list[_Sink] | None = None) -> bytes:
+    chunks: list[bytes] = []
+    while n > 0:
+        if deadline is not None or sinks:
+            _wait(fd, False, deadline, sinks or [])
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_msg(fd: int, deadline: float | None, sinks: list[_Sink] | None = None) -> Any:
+    (size,) = struct.unpack(">I", _read_exact(fd, 4, deadline, sinks))
+    if size > MAX_MESSAGE:
+        raise CodecError("message too large")
+    return json.loads(_read_exact(fd, size, deadline, sinks))
+
+
+# ---------------------------------------------------------------------------------------------
+# The candidate side (untrusted once the model's code is loaded)
+# ---------------------------------------------------------------------------------------------
+
+
+def _exc_info(exc: BaseException, tb_lines: int = 8) -> dict[str, Any]:
+    import traceback
+
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    text = "".join(lines).splitlines()
+    return {
+        "type": type(exc).__name__,
+        "builtin": type(exc).__module__ == "builtins",
+        "message": str(exc)[:500],
+        "tb": "\n".join(text[-tb_lines:])[-2000:],
+    }
+
+
+def _candidate_main(rpc_in: int, rpc_out: int) -> None:
+    """Serve remote calls on the model's module (runs in the candidate process)."""
+    import importlib.util
+
+    objects: dict[int, Any] = {}
+
+    def ref(obj: Any) -> dict[str, Any]:
+        objects[id(obj)] = obj
+        try:
+            text = repr(obj)[:200]
+        except Exception:
+            text = f"<{type(obj).__name__} object>"
+        return {"$": "ref", "id": id(obj), "type": type(obj).__name__, "repr": text}
+
+    def unref(data: dict[str, Any]) -> Any:
+        oid = data.get("id")
+        if oid not in objects:
+            raise CodecError("unknown object handle")
+        return objects[oid]
+
+    module: Any = None
+    load_error: dict[str, Any] | None = None
+    while True:
+        try:
+            req = _read_msg(rpc_in, None)
+        except (EOFError, OSError):
+            os._exit(0)
+        op = req.get("op")
+        seq = req.get("seq")
+        try:
+            if op == "load":
+                limits = req.get("limits", {})
+                _apply_limits(limits)
+                path = req["path"]
+                sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+                spec = importlib.util.spec_from_file_location(req.get("module", "solution"), path)
+                if spec is None or spec.loader is None:
+                    raise ImportError(f"cannot load {path}")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module
+                try:
+                    spec.loader.exec_module(module)
+                except Exception as exc:
+                    load_error = _exc_info(exc)
+                reply: dict[str, Any] = {"seq": seq, "ok": load_error is None}
+                if load_error:
+                    reply["exc"] = load_error
+                _write_msg(rpc_out, reply)
+                continue
+            if load_error is not None:
+                _write_msg(rpc_out, {"seq": seq, "exc": load_error, "load": True})
+                continue
+            target: Any = module if req.get("ref") is None else unref({"id": req["ref"]})
+            for name in req.get("path", []):
+                target = getattr(target, name)
+            if op == "call":
+                args = decode(req.get("args", []), unref)
+                kwargs = decode(req.get("kwargs", {"$": "dict", "v": []}), unref)
+                result = target(*args, **kwargs)
+            elif op == "value":
+                result = target
+            elif op == "repr":
+                result = repr(target)[:2000]
+            elif op == "len":
+                result = len(target)
+            elif op == "bool":
+                result = bool(target)
+            elif op == "iter":
+                result = []
+                for i, item in enumerate(target):
+                    if i >= 100_000:
+                        raise OverflowError("iteration produced more than 100000 items")
+                    result.append(item)
+            elif op == "getitem":
+                result = target[decode(req["key"], unref)]
+            elif op == "contains":
+                result = decode(req["key"], unref) in target
+            elif op == "names":
+                result = [
+                    n for n in getattr(target, "__all__", dir(target)) if not n.startswith("_")
+                ]
+            else:
+                raise ValueError(f"unknown op {op!r}")
+            _write_msg(rpc_out, {"seq": seq, "value": encode(result, ref)})
+        except Exception as exc:
+            _write_msg(rpc_out, {"seq": seq, "exc": _exc_info(exc)})
+
+
+def _apply_limits(limits: dict[str, Any]) -> None:
+    import resource
+
+    mem = limits.get("memory_bytes")
+    if mem:
+        for res in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+            try:
+                resource.setrlimit(res, (int(mem), int(mem)))
+            except (ValueError, OSError):
+                pass
+
+
+def _candidate_child(rpc_in: int, rpc_out: int, out_w: int, err_w: int) -> None:
+    """Entry of a freshly forked candidate: detach from the judge's stdio, then serve."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    keep = {0, 1, 2, rpc_in, rpc_out}
+    for fd in range(3, 256):
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    os.setpgid(0, 0)
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", closefd=False, buffering=1)
+    sys.stderr = open(2, "w", closefd=False, buffering=1)
+    try:
+        _candidate_main(rpc_in, rpc_out)
+    finally:
+        os._exit(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge side (trusted)
+# ---------------------------------------------------------------------------------------------
+
+
+class CandidateError(Exception):
+    """The candidate raised, died, timed out or broke the protocol during a remote call."""
+
+    def __init__(self, kind: str, info: dict[str, Any]) -> None:
+        super().__init__(f"{info.get('type', kind)}: {info.get('message', '')}")
+        self.kind = kind
+        self.info = info
+
+
+class CandidateTimeout(CandidateError):
+    pass
+
+
+class _Sink:
+    """Keeps the first ``cap`` bytes read from a non-blocking pipe and drops the rest.
+
+    Pumped by whoever waits on the candidate (no threads: each costs start-up time per
+    sample), so a chatty candidate never blocks for long on a full pipe.
+    """
+
+    def __init__(self, fd: int, cap: int) -> None:
+        os.set_blocking(fd, False)
+        self.fd = fd
+        self.cap = cap
+        self.buf = bytearray()
+        self.dropped = 0
+        self.mark = 0
+
+    def pump(self) -> None:
+        while self.fd >= 0:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.close()
+                return
+            room = self.cap - len(self.buf)
+            if room > 0:
+                self.buf += chunk[:room]
+            self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def take(self) -> str:
+        self.pump()
+        data = bytes(self.buf[self.mark :])
+        self.mark = len(self.buf)
+        return data.decode("utf-8", "replace")
+
+
+class Candidate:
+    """The judge's handle on the candidate process: start, call, kill, restart."""
+
+    def __init__(
+        self, harness: str, code_path: str, module: str, limits: dict[str, Any], output_cap: int
+    ) -> None:
+        self.harness = harness
+        self.code_path = code_path
+        self.module = module
+        self.limits = limits
+        self.output_cap = output_cap
+        self.pid: int | None = None
+        self.generation = 0
+        self.seq = 0
+        self.deadline: float | None = None
+        self.dead_info: dict[str, Any] | None = None
+        self._rpc_w = -1
+        self._rpc_r = -1
+        self._sinks: list[_Sink] = []
+        self.load_error: dict[str, Any] | None = None
+        self.loaded = False
+        self.last_call: tuple[str, Any, dict[str, Any]] | None = None
+        self.load_timeout = 10.0
+        self.total_deadline: float | None = None
+
+    # -- process management ------------------------------------------------------------------
+
+    def prefork(self) -> None:
+        """Fork the first candidate before the judge reads its secret job (fast path)."""
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            for fd in (to_child_w, from_child_r, out_r, err_r):
+                os.close(fd)
+            _candidate_child(to_child_r, from_child_w, out_w, err_w)
+        for fd in (to_child_r, from_child_w, out_w, err_w):
+            os.close(fd)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        self._install(pid, to_child_w, from_child_r, out_r, err_r)
+
+    def _spawn(self) -> None:
+        import subprocess
+
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "HOME": os.getcwd(),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-I", self.harness, "candidate", str(to_child_r), str(from_child_w)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(to_child_r, from_child_w),
+            start_new_session=True,
+            env=env,
+        )
+        os.close(to_child_r)
+        os.close(from_child_w)
+        assert proc.stdout is not None and proc.stderr is not None
+        out_r = os.dup(proc.stdout.fileno())
+        err_r = os.dup(proc.stderr.fileno())
+        proc.stdout.close()
+        proc.stderr.close()
+        self._install(proc.pid, to_child_w, from_child_r, out_r, err_r)
+
+    def _install(self, pid: int, rpc_w: int, rpc_r: int, out_r: int, err_r: int) -> None:
+        os.set_blocking(rpc_w, False)
+        self.pid = pid
+        self._rpc_w = rpc_w
+        self._rpc_r = rpc_r
+        self.generation += 1
+        self.dead_info = None
+        self.loaded = False
+        for sink in self._sinks:
+            sink.close()
+        self._sinks = [_Sink(out_r, self.output_cap), _Sink(err_r, self.output_cap)]
+
+    def ensure(self) -> None:
+        """Start (or restart) the candidate and load the model's code, once per process.
+
+        A failure to import the code is permanent: every later test reports it.
+        """
+        if self.load_error is not None:
+            return
+        alive = self.pid is not None and self.dead_info is None
+        if alive and self.loaded:
+            return
+        if not alive:
+            self.kill()
+            self._spawn()
+        self._load()
+
+    def _load(self) -> None:
+        self.loaded = True
+        saved = self.deadline
+        limit = time.monotonic() + self.load_timeout
+        if self.total_deadline is not None:
+            limit = min(limit, self.total_deadline)
+        self.deadline = limit if saved is None else min(saved, limit)
+        try:
+            reply = self._request(
+                {"op": "load", "path": self.code_path, "module": self.module, "limits": self.limits}
+            )
+        except CandidateError as exc:
+            self.load_error = dict(exc.info)
+            self.load_error["message"] = "while importing the code: " + str(
+                self.load_error.get("message", "")
+            )
+            return
+        finally:
+            self.deadline = saved
+        self.load_error = reply.get("exc") if not reply.get("ok") else None
+
+    def kill(self) -> None:
+        if self.pid is None:
+            return
+        for fd in (self._rpc_w, self._rpc_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        self.pid = None
+        for sink in self._sinks:
+            sink.pump()
+
+    def output(self) -> tuple[str, str]:
+        if not self._sinks:
+            return "", ""
+        return self._sinks[0].take(), self._sinks[1].take()
+
+    # -- remote calls --------------------------------------------------------------------------
+
+    def _request(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.pid is None or self.dead_info is not None:
+            raise CandidateError(
+                "dead", self.dead_info or {"type": "CandidateDied", "message": "not running"}
+            )
+        self.seq += 1
+        msg["seq"] = self.seq
+        try:
+            view = memoryview(_frame(msg))
+            while view:
+                _wait(self._rpc_w, True, self.deadline, self._sinks)
+                view = view[os.write(self._rpc_w, view) :]
+            reply = _read_msg(self._rpc_r, self.deadline, self._sinks)
+        except TimeoutError:
+            self.dead_info = {"type": "Timeout", "message": "the candidate exceeded its time limit"}
+            self.kill()
+            raise CandidateTimeout("timeout", self.dead_info) from None
+        except (EOFError, OSError, ValueError, CodecError) as exc:
+            status = self._exit_status()
+            self.dead_info = {
+                "type": "CandidateDied",
+                "message": f"the candidate process ended ({status})",
+            }
+            if not isinstance(exc, (EOFError, OSError)):
+                self.dead_info = {
+                    "type": "ProtocolError",
+                    "message": f"bad reply from the candidate: {exc!r}"[:300],
+                }
+            self.kill()
+            raise CandidateError("dead", self.dead_info) from None
+        if type(reply) is not dict or reply.get("seq") != self.seq:
+            self.dead_info = {
+                "type": "ProtocolError",
+                "message": "out-of-sequence reply from the candidate",
+            }
+            self.kill()
+            raise CandidateError("dead", self.dead_info)
+        return reply
+
+    def _exit_status(self) -> str:
+        if self.pid is None:
+            return "not running"
+        try:
+            for _ in range(50):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.pid = None
+                    if os.WIFSIGNALED(status):
+                        return f"killed by signal {os.WTERMSIG(status)}"
+                    return f"exit status {os.WEXITSTATUS(status)}"
+                time.sleep(0.002)
+        except OSError:
+            pass
+        return "closed its pipe"
+
+    def remote(self, op: str, ref: int | None, path: list[str], **extra: Any) -> Any:
+        """Run one operation in the candidate and decode its answer into judge-side values."""
+        self.ensure()
+        if self.load_error is not None:
+            raise CandidateError("load", self.load_error)
+        reply = self._request({"op": op, "ref": ref, "path": path, **extra})
+        if op == "call":
+            self.last_call = (".".join(path) or "object", extra.get("args"), reply)
+        if "exc" in reply:
+            raise CandidateError("load" if reply.get("load") else "raised", reply["exc"])
+        gen = self.generation
+        try:
+            return decode(reply.get("value"), lambda d: Remote(self, gen, d["id"], [], d))
+        except CodecError as exc:
+            raise CandidateError("dead", {"type": "ProtocolError", "message": str(exc)}) from None
+
+    def encode_arg(self, value: Any) -> Any:
+        def ref(obj: Any) -> Any:
+            if isinstance(obj, Remote):
+                rid = object.__getattribute__(obj, "_ref")
+                rgen = object.__getattribute__(obj, "_gen")
+                if rid is not None and rgen == self.generation:
+                    return {"$": "ref", "id": rid}
+            raise CodecError(f"cannot pass a {type(obj).__name__} object to the candidate")
+
+        return encode(value, ref)
+
+
+def _rebuild_exception(err: CandidateError) -> Exception:
+    """An exception the judge-side test can catch (``except ValueError`` keeps working)."""
+    info = err.info
+    if err.kind == "raised" and info.get("builtin"):
+        import builtins
+
+        cls = getattr(builtins, str(info.get("type")), None)
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, Exception)
+            and not issubclass(cls, CandidateError)
+        ):
+            try:
+                exc = cls(info.get("message", ""))
+            except Exception:
+                return err
+            exc.__dict__["candidate_info"] = info
+            return exc
+    return err
+
+
+class Remote:
+    """A judge-side stand-in for something in the candidate's module (a lazy attribute path).
+
+    Calls, ``len``, iteration and value access go to the candidate; equality and hashing
+    compare the *plain* values the candidate sends back, or identity for opaque objects, so a
+    candidate-defined ``__eq__`` never runs in the judge.
+    """
+
+    def __init__(
+        self,
+        cand: Candidate,
+        gen: int | None,
+        ref: int | None,
+        path: list[str],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        object.__setattr__(self, "_cand", cand)
+        object.__setattr__(self, "_gen", gen)
+        object.__setattr__(self, "_ref", ref)
+        object.__setattr__(self, "_path", path)
+        object.__setattr__(self, "_meta", meta or {})
+
+    def _op(self, op: str, **extra: Any) -> Any:
+        cand: Candidate = object.__getattribute__(self, "_cand")
+        gen = object.__getattribute__(self, "_gen")
+        ref = object.__getattribute__(self, "_ref")
+        if ref is not None and gen != cand.generation:
+            raise CandidateError(
+                "dead",
+                {
+                    "type": "StaleObject",
+                    "message": "object from a candidate process that was restarted",
+                },
+            )
+        try:
+            return cand.remote(op, ref, object.__getattribute__(self, "_path"), **extra)
+        except CandidateError as exc:
+            raise _rebuild_exception(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return Remote(
+            object.__getattribute__(self, "_cand"),
+            object.__getattribute__(self, "_gen"),
+            object.__getattribute__(self, "_ref"),
+            [*object.__getattribute__(self, "_path"), name],
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        cand: Candidate = object.__getattribute__(self, "_cand")
+        return self._op(
+            "call", args=cand.encode_arg(list(args)), kwargs=cand.encode_arg(dict(kwargs))
+        )
+
+    def _plain(self) -> Any:
+        if object.__getattribute__(self, "_ref") is not None and not object.__getattribute__(
+            self, "_path"
+        ):
+            return self
+        return self._op("value")
+
+    def __eq__(self, other: object) -> bool:
+        mine = self._plain()
+        theirs = other._plain() if isinstance(other, Remote) else other
+        if isinstance(mine, Remote) or isinstance(theirs, Remote):
+            return mine is theirs
+        return bool(mine == theirs)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        meta = object.__getattribute__(self, "_meta")
+        if meta.get("repr") and not object.__getattribute__(self, "_path"):
+            return str(meta["repr"])
+        try:
+            return str(self._op("repr"))
+        except Exception:
+            return "<candidate object>"
+
+    def __len__(self) -> int:
+        return int(self._op("len"))
+
+    def __bool__(self) -> bool:
+        return bool(self._op("bool"))
+
+    def __iter__(self) -> Any:
+        return iter(self._op("iter"))
+
+    def __getitem__(self, key: Any) -> Any:
+        cand: Candidate = object.__getattribute__(self, "_cand")
+        return self._op("getitem", key=cand.encode_arg(key))
+
+    def __contains__(self, key: Any) -> bool:
+        cand: Candidate = object.__getattribute__(self, "_cand")
+        return bool(self._op("contains", key=cand.encode_arg(key)))
+
+
+class _RemoteModule:
+    """Stands in for ``import solution`` inside pytest test files (judge side)."""
+
+    def __init__(self, cand: Candidate, name: str) -> None:
+        self.__name__ = name
+        self._cand = cand
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "__all__":
+            try:
+                names = self._cand.remote("names", None, [])
+            except CandidateError:
+                return []
+            return [n for n in names if isinstance(n, str)]
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Remote(self._cand, None, None, [name])
+
+
+class Judge:
+    """Runs one job and writes nonce-signed result lines to a private fd."""
+
+    def __init__(self, job: dict[str, Any], out_fd: int, cand: Candidate) -> None:
+        self.job = job
+        self.nonce = str(job["nonce"])
+        self.out_fd = out_fd
+        self.cand = cand
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + float(job.get("total_timeout_s", 30))
+        self.test_timeout = float(job.get("test_timeout_s", 10))
+        self.text_cap = int(job.get("text_cap", 2000))
+
+    def emit(self, kind: str, payload: dict[str, Any]) -> None:
+        line = (
+            f"{self.nonce} {kind} {json.dumps(payload, separators=(',', ':'), allow_nan=False)}\n"
+        )
+        data = line.encode()
+        while data:
+            n = os.write(self.out_fd, data)
+            data = data[n:]
+
+    def start_test(self) -> bool:
+        now = time.monotonic()
+        if now >= self.deadline:
+            return False
+        self.cand.deadline = min(self.deadline, now + self.test_timeout)
+        self.cand.last_call = None
+        return True
+
+    def outcome(self, name: str, status: str, **fields: Any) -> dict[str, Any]:
+        out, err = self.cand.output()
+        rec: dict[str, Any] = {"name": name, "status": status, **fields}
+        last = self.cand.last_call
+        if status != "passed" and last is not None and "index" not in fields:
+            target, args, reply = last
+            rec["last_call"] = {
+                "target": target,
+                "args": _short_json(args),
+                "result": _short_json(reply.get("value")) if "value" in reply else None,
+            }
+        if out:
+            rec["stdout"] = out[-self.text_cap :]
+        if err:
+            rec["stderr"] = err[-self.text_cap :]
+        return rec
+
+    def failure(self, name: str, exc: Exception, **fields: Any) -> dict[str, Any]:
+        info = getattr(exc, "candidate_info", None)
+        if isinstance(exc, CandidateError):
+            info = exc.info
+            status = "timeout" if isinstance(exc, CandidateTimeout) else "error"
+            if exc.kind == "load":
+                status = "error"
+            return self.outcome(
+                name,
+                status,
+                exc_type=info.get("type"),
+                message=str(info.get("message", ""))[: self.text_cap],
+                tb=str(info.get("tb", ""))[-self.text_cap :],
+                **fields,
+            )
+        if info is not None:
+            return self.outcome(
+                name,
+                "error",
+                exc_type=info.get("type"),
+                message=str(info.get("message", ""))[: self.text_cap],
+                tb=str(info.get("tb", ""))[-self.text_cap :],
+                **fields,
+            )
+        import traceback
+
+        # Drop the judge's own frames: the model should see the test's lines only.
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if not f.filename.endswith(".judge/harness.py") and f.filename != self.cand.harness
+        ]
+        tail = "".join(
+            traceback.format_list(frames[-4:]) + traceback.format_exception_only(type(exc), exc)
+        )
+        tail = tail[-self.text_cap :]
+        status = "failed" if isinstance(exc, AssertionError) else "error"
+        return self.outcome(
+            name,
+            status,
+            exc_type=type(exc).__name__,
+            message=str(exc)[: self.text_cap],
+            tb=tail,
+            **fields,
+        )
+
+    # -- kinds ---------------------------------------------------------------------------------
+
+    def run_assert(self) -> None:
+        tests = self.job["tests"]
+        ns: dict[str, Any] = {"__name__": "__tests__"}
+        import linecache
+
+        for fname, src in (("<prelude>", tests.get("prelude") or ""), ("<tests>", tests["code"])):
+            lines = src.splitlines(keepends=True)
+            linecache.cache[fname] = (len(src), None, lines, fname)
+        try:
+            if tests.get("prelude"):
+                exec(compile(tests["prelude"], "<prelude>", "exec"), ns)  # noqa: S102 - trusted spec code, in the sandbox
+            exec(compile(tests["code"], "<tests>", "exec"), ns)  # noqa: S102 - trusted spec code, in the sandbox
+        except Exception as exc:
+            self.emit(
+                "D", {"spec_error": f"test code failed to load: {type(exc).__name__}: {exc}"[:500]}
+            )
+            return
+        entry = tests.get("entry_point")
+        name = f"check({entry})" if entry else "tests"
+        if not self.start_test():
+            self.emit("T", self.outcome(name, "timeout", message="total time limit reached"))
+        else:
+            try:
+                if entry:
+                    self.cand.ensure()
+                    if self.cand.load_error is not None:
+                        raise CandidateError("load", self.cand.load_error)
+                    check = ns.get("check")
+                    if not callable(check):
+                        self.emit(
+                            "D", {"spec_error": "test code defines no check(candidate) function"}
+                        )
+                        return
+                    candidate = Remote(self.cand, None, None, [entry])
+                    # HumanEval semantics: the entry point's name in the test code means the
+                    # candidate's function, not the prelude's stub.
+                    ns[entry] = candidate
+                    check(candidate)
+                else:
+                    # No entry point: the test code itself drives the candidate through ``solution``.
+                    ns.setdefault("solution", _RemoteModule(self.cand, "solution"))
+                    if callable(ns.get("check")):
+                        ns["check"](ns["solution"])
+                self.emit("T", self.outcome(name, "passed"))
+            except Exception as exc:
+                self.emit("T", self.failure(name, exc))
+        self.emit("D", {})
+
+    def run_call(self) -> None:
+        tests = self.job["tests"]
+        entry = str(tests["entry_point"])
+        for i, case in enumerate(tests["cases"]):
+            name = case.get("name") or f"case {i}"
+            if not self.start_test():
+                self.emit(
+                    "T", self.outcome(name, "timeout", index=i, message="total time limit reached")
+                )
+                continue
+            try:
+                value = self.cand.remote(
+                    "call",
+                    None,
+                    entry.split("."),
+                    args=case.get("args", []),
+                    kwargs=case.get("kwargs", {"$": "dict", "v": []}),
+                )
+                rec = self.outcome(name, "returned", index=i)
+                rec["value"] = (
+                    self.cand.encode_arg(value) if not isinstance(value, Remote) else None
+                )
+                if isinstance(value, Remote):
+                    rec["opaque"] = repr(value)[:200]
+                self.emit("T", rec)
+            except CandidateError as exc:
+                rec = self.failure(name, exc, index=i)
+                if exc.kind == "raised":
+                    rec["status"] = "raised"
+                self.emit("T", rec)
+        self.emit("D", {})
+
+    def run_io(self) -> None:
+        import subprocess
+
+        tests = self.job["tests"]
+        code_path = self.cand.code_path
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "HOME": os.getcwd(),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+        }
+        mem = self.cand.limits.get("memory_bytes")
+
+        def limit() -> None:
+            import resource
+
+            if mem:
+                resource.setrlimit(resource.RLIMIT_AS, (int(mem), int(mem)))
+
+        cap = self.cand.output_cap
+        for i, case in enumerate(tests["cases"]):
+            name = case.get("name") or f"case {i}"
+            if not self.start_test():
+                self.emit(
+                    "T",
+                    {
+                        "name": name,
+                        "index": i,
+                        "status": "timeout",
+                        "message": "total time limit reached",
+                    },
+                )
+                continue
+            timeout = max(0.01, (self.cand.deadline or self.deadline) - time.monotonic())
+            t = time.monotonic()
+            proc = subprocess.Popen(
+                [sys.executable, code_path],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=env,
+                preexec_fn=limit,
+            )
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            outs = [
+                _Sink(os.dup(proc.stdout.fileno()), cap),
+                _Sink(os.dup(proc.stderr.fileno()), cap),
+            ]
+            proc.stdout.close()
+            proc.stderr.close()
+            feed_fd = os.dup(proc.stdin.fileno())
+            proc.stdin.close()
+            timed_out = _communicate(feed_fd, case.get("stdin", "").encode(), outs, t + timeout)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+            for sink in outs:
+                sink.pump()
+                sink.close()
+            rec: dict[str, Any] = {
+                "name": name,
+                "index": i,
+                "status": "timeout" if timed_out else "ran",
+                "returncode": proc.returncode,
+                "stdout": bytes(outs[0].buf).decode("utf-8", "replace"),
+                "stdout_truncated": outs[0].dropped > 0,
+                "stderr": bytes(outs[1].buf).decode("utf-8", "replace")[-self.text_cap :],
+                "duration_s": round(time.monotonic() - t, 4),
+            }
+            self.emit("T", rec)
+        self.emit("D", {})
+
+    def run_pytest(self) -> None:
+        import linecache
+        import shutil
+        import tempfile
+
+        tests = self.job["tests"]
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        sys.dont_write_bytecode = True
+        try:
+            import pytest
+        except Exception as exc:
+            self.emit(
+                "D", {"infra_error": f"pytest is not importable in the sandbox: {exc!r}"[:300]}
+            )
+            return
+        module = str(tests.get("module", "solution"))
+        sys.modules[module] = _RemoteModule(self.cand, module)  # type: ignore[assignment]
+        tdir = tempfile.mkdtemp(prefix=".t", dir=os.getcwd())
+        paths = []
+        for rel, text in sorted(tests["files"].items()):
+            path = os.path.join(tdir, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            paths.append(path)
+        ini = os.path.join(tdir, "pytest.ini")
+        with open(ini, "w") as fh:
+            fh.write("[pytest]\n")
+        judge = self
+
+        class Plugin:
+            def __init__(self) -> None:
+                self.collected: list[str] = []
+                self.collect_errors: list[str] = []
+                self.results: dict[str, dict[str, Any]] = {}
+                self.cand_started_in_collection = False
+
+            def pytest_collectreport(self, report: Any) -> None:
+                if report.failed:
+                    self.collect_errors.append(f"{report.nodeid}: {str(report.longrepr)[-800:]}")
+
+            def pytest_collection_finish(self, session: Any) -> None:
+                self.collected = [item.nodeid for item in session.items]
+                self.cand_started_in_collection = judge.cand.loaded
+                # Keep the sources for tracebacks, then take the test files off the disk
+                # before any candidate code runs, so it cannot read the assertions.
+                for p in paths:
+                    try:
+                        with open(p, encoding="utf-8") as fh:
+                            lines = fh.readlines()
+                        linecache.cache[p] = (len("".join(lines)), None, lines, p)
+                    except OSError:
+                        pass
+                shutil.rmtree(tdir, ignore_errors=True)
+
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_runtest_setup(self, item: Any) -> None:
+                if not judge.start_test():
+                    pytest.fail("total time limit reached", pytrace=False)
+
+            def pytest_runtest_logreport(self, report: Any) -> None:
+                rec = self.results.setdefault(
+                    report.nodeid, {"name": report.nodeid, "status": "passed"}
+                )
+                if report.when == "call" and report.passed and rec["status"] == "passed":
+                    rec["ran"] = True
+                if report.failed and rec["status"] == "passed":
+                    rec["status"] = "failed"
+                    rec["phase"] = report.when
+                    text = str(report.longrepr)
+                    rec["tb"] = text[-judge.text_cap :]
+                    exc = getattr(report.longrepr, "reprcrash", None)
+                    if exc is not None:
+                        rec["message"] = str(exc.message)[: judge.text_cap]
+                elif report.skipped and rec["status"] == "passed":
+                    rec["status"] = "skipped"
+
+        plugin = Plugin()
+        args = [
+            *paths,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--noconftest",
+            "-c",
+            ini,
+            "--rootdir",
+            tdir,
+            "-o",
+            "addopts=",
+            "-o",
+            "python_functions=test*",
+            "--tb=short",
+            "--capture=sys",
+        ]
+        try:
+            code = pytest.main(args, plugins=[plugin])
+        except Exception as exc:
+            self.emit("D", {"infra_error": f"pytest crashed: {exc!r}"[:300]})
+            return
+        if plugin.collect_errors and not plugin.cand_started_in_collection:
+            self.emit(
+                "D",
+                {
+                    "spec_error": "test files failed to collect: "
+                    + " | ".join(plugin.collect_errors)[:1500],
+                    "collected": plugin.collected,
+                },
+            )
+            return
+        for nodeid in plugin.collected:
+            rec = plugin.results.get(nodeid, {"name": nodeid, "status": "missing"})
+            if rec.get("status") == "passed" and not rec.pop("ran", False):
+                rec["status"] = "missing"
+            rec.pop("ran", None)
+            out, err = self.cand.output()
+            if out:
+                rec["stdout"] = out[-self.text_cap :]
+            if err:
+                rec["stderr"] = err[-self.text_cap :]
+            self.emit("T", rec)
+        self.emit(
+            "D",
+            {
+                "collected": plugin.collected,
+                "exit_code": int(code),
+                "collect_errors": plugin.collect_errors[:5],
+            },
+        )
+
+
+def _short_json(value: Any, limit: int = 300) -> str:
+    """A readable, bounded rendering of an encoded value for feedback."""
+    try:
+        text = repr(decode(value, lambda d: _Shown(str(d.get("repr", "<object>")))))
+    except CodecError:
+        text = "<undecodable>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Shown:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _communicate(feed_fd: int, data: bytes, sinks: list[_Sink], deadline: float) -> bool:
+    """Write ``data`` to a child's stdin and drain its output until both pipes close.
+
+    Returns True when ``deadline`` passed first.
+    """
+    os.set_blocking(feed_fd, False)
+    view = memoryview(data)
+    if not view:
+        os.close(feed_fd)
+        feed_fd = -1
+    while feed_fd >= 0 or any(k.fd >= 0 for k in sinks):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            if feed_fd >= 0:
+                os.close(feed_fd)
+            return True
+        live = [k.fd for k in sinks if k.fd >= 0]
+        rd, wr, _ = select.select(live, [feed_fd] if feed_fd >= 0 else [], [], left)
+        for k in sinks:
+            if k.fd in rd:
+                k.pump()
+        if feed_fd >= 0 and feed_fd in wr:
+            try:
+                view = view[os.write(feed_fd, view[:65536]) :]
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                view = view[:0]
+            if not view:
+                os.close(feed_fd)
+                feed_fd = -1
+    return False
+
+
+def _no_dump() -> bool:
+    """PR_SET_DUMPABLE=0: same-uid processes lose access to our memory, fds and environ."""
+    try:
+        # Already non-dumpable (a runner that dropped privileges leaves its jobs so): the
+        # kernel then hands /proc/self to root. Saves importing ctypes on the hot path.
+        if os.getuid() != 0 and os.stat("/proc/self/environ").st_uid == 0:
+            return True
+    except OSError:
+        pass
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(4, 0, 0, 0, 0) == 0)
+    except Exception:
+        return False
+
+
+def _judge_main(harness: str) -> int:
+    dumpable_off = _no_dump()
+    # As a fresh interpreter would have it (a runner's zygote may hand us SIG_DFL): a
+    # candidate that closes its pipe must give EPIPE here, not kill the judge.
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    # Only the standard library and installed packages may be imported from here on: never
+    # the script's directory or the work directory, where the candidate can write files.
+    here = os.path.dirname(harness)
+    cwd = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", here, cwd)]
+    # Results go to a private duplicate of stdout; fds 1 and 2 then point to /dev/null so that
+    # nothing else (pytest's own output, test prints) can interleave with or crowd them out.
+    out_fd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    cand = Candidate(harness, "", "solution", {}, 64 << 10)
+    kind_hint = os.environ.get("VERIFIERS_JUDGE_PREFORK", "1")
+    if kind_hint == "1":
+        try:
+            cand.prefork()
+        except OSError:
+            cand.pid = None
+    # Only now read the job: the forked candidate never had it in memory.
+    job = json.loads(sys.stdin.buffer.read())
+    # Keep fds 0-2 occupied so later pipes never land on them (a child's stdio would
+    # replace them).
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
+    cand.code_path = os.path.abspath(str(job["code_path"]))
+    cand.module = str(job.get("module", "solution"))
+    cand.limits = dict(job.get("limits", {}))
+    cand.output_cap = int(job.get("output_cap", 64 << 10))
+    judge = Judge(job, out_fd, cand)
+    cand.load_timeout = judge.test_timeout
+    cand.total_deadline = judge.deadline
+    judge.emit("R", {"dumpable_off": dumpable_off, "python": sys.version.split()[0]})
+    kind = job["tests"]["kind"]
+    try:
+        if kind == "io":
+            cand.kill()
+            judge.run_io()
+        else:
+            if kind in ("assert", "call"):
+                cand.ensure()
+            # pytest: the code is loaded on first use, after collection took the test files
+            # off the disk; the preforked process waits for it.
+            if kind == "assert":
+                judge.run_assert()
+            elif kind == "call":
+                judge.run_call()
+            elif kind == "pytest":
+                judge.run_pytest()
+            else:
+                judge.emit("D", {"spec_error": f"unknown test kind {kind!r}"})
+    finally:
+        cand.kill()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 2 and argv[1] == "candidate":
+        _candidate_main(int(argv[2]), int(argv[3]))
+        return 0
+    return _judge_main(os.path.abspath(argv[0]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

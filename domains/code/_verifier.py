@@ -1,0 +1,452 @@
+"""``code.tests``: run model-written code against tests in the sandbox; reward = share passed.
+
+The host builds a job (test code, inputs, a fresh random nonce), hands it to the judge in the
+sandbox on stdin, and reads back only the nonce-signed lines the judge writes. Expected values
+of ``io`` and ``call`` tests stay here and are compared here. See ``_harness`` for why the
+candidate cannot forge those lines, and ``docs/code.md`` for the threat model.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from verifiers.context import VerifierContext
+from verifiers.errors import BadInput, InfraError
+from verifiers.protocol import Verifier
+from verifiers.registry import register
+from verifiers.text import completion_text, last_code_block
+from verifiers.types import Result, Trajectory
+
+from . import _harness
+from ._compare import Opaque, compare_output, short_diff, short_repr, values_equal
+from ._languages import Language, judge_files, language_for
+from ._spec import AssertTests, CallTests, CodeTestsSpec, IoTests, PytestTests
+
+__all__ = ["CodeTests", "extract_code"]
+
+JUDGE_MEMORY_MB = 192
+"""Memory added to the sandbox for the judge process (pytest and the interpreter)."""
+STARTUP_GRACE_S = 5.0
+"""Seconds the sandbox allows past ``timeout_s`` for interpreter and pytest start-up."""
+
+
+def extract_code(text: str, language: Language, mode: str = "last_block") -> str:
+    """The code to run: the last fenced block (tagged ``language`` or untagged), else all."""
+    if mode == "whole":
+        return text
+    block = last_code_block(text, language.name)
+    if block is None:
+        for alias in language.aliases:
+            block = last_code_block(text, alias)
+            if block is not None:
+                break
+    return text if block is None else block
+
+
+@dataclass
+class _Outcome:
+    name: str
+    passed: bool
+    status: str
+    summary: str = ""
+    detail: str = ""
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+@register("code.tests")
+class CodeTests(Verifier[CodeTestsSpec]):
+    """Share of tests passed by the model's code, judged in the sandbox so it cannot cheat."""
+
+    version: ClassVar[str] = "1"
+    Spec = CodeTestsSpec
+
+    async def verify(
+        self, trajectory: Trajectory, spec: CodeTestsSpec, ctx: VerifierContext
+    ) -> Result:
+        lang = language_for(spec.language)
+        tests = spec.tests
+        if tests.kind not in lang.kinds:
+            raise BadInput(f"language {lang.name!r} does not support test kind {tests.kind!r}")
+        code = extract_code(completion_text(trajectory), lang, spec.extract)
+        expected_n = _expected_count(tests)
+        if not code.strip():
+            return Result.failed(
+                "No code found in the completion.",
+                components={"tests_passed": 0.0},
+                details={"passed": 0, "expected": expected_n, "kind": tests.kind},
+            )
+        nonce = secrets.token_hex(16)
+        job = self._job(spec, lang, nonce)
+        budget = spec.timeout_s + STARTUP_GRACE_S
+        remaining = ctx.remaining()
+        exec_timeout = min(budget, remaining) if remaining > 0 else budget
+        n_cases = len(tests.cases) if isinstance(tests, (IoTests, CallTests)) else 1
+        # io cases send their whole stdout back (it is compared here); other kinds send tails.
+        per_case = spec.output_bytes if isinstance(tests, IoTests) else 8192
+        sandbox_output = min(256 << 20, max(1 << 20, (per_case + 4096) * (n_cases + 2)))
+        async with ctx.sandbox(
+            lang.image,
+            timeout_s=exec_timeout,
+            memory_mb=spec.memory_mb + JUDGE_MEMORY_MB,
+            output_bytes=sandbox_output,
+        ) as sb:
+            # One write (one round trip): the candidate's file, then the judge's files (after
+            # and over anything named like them), all read-only, so the job can change neither
+            # the judge nor the program the io cases run.
+            await sb.write_files({lang.source_file: code, **judge_files(lang)}, readonly=True)
+            res = await sb.exec(
+                list(lang.judge_argv),
+                stdin=json.dumps(job).encode(),
+                timeout=exec_timeout,
+            )
+        ready, records, done = _parse(res.stdout, nonce)
+        if ready is None:
+            stderr = res.text("stderr")[-500:]
+            raise InfraError(
+                f"the code judge did not start in the sandbox (exit {res.returncode}, "
+                f"timed_out={res.timed_out}): {stderr}"
+            )
+        if done is not None and done.get("spec_error"):
+            raise BadInput(f"code.tests spec: {done['spec_error']}")
+        if done is not None and done.get("infra_error"):
+            raise InfraError(f"code judge: {done['infra_error']}")
+        if (
+            isinstance(tests, PytestTests)
+            and done is not None
+            and not done.get("collected")
+            and tests.expected_tests is None
+        ):
+            raise BadInput("code.tests spec: the pytest files define no tests")
+        outcomes = self._outcomes(spec, records, done)
+        expected_n = max(expected_n, len(outcomes)) if expected_n else len(outcomes)
+        passed = sum(1 for o in outcomes if o.passed)
+        notes: list[str] = []
+        if done is None:
+            # The judge never finished: the program killed, stopped or starved it. Nothing it
+            # reported counts, because the candidate may have interfered with it.
+            why = "ran out of time" if res.timed_out else "was killed"
+            if res.oom_killed:
+                why = "ran out of memory"
+            notes.append(
+                f"The test run {why} before it finished (total limit {spec.timeout_s:g}s, "
+                f"{spec.memory_mb} MB); no test counts."
+            )
+            passed = 0
+        if (
+            isinstance(tests, PytestTests)
+            and done is not None
+            and expected_n
+            and passed == expected_n
+        ):
+            if done.get("exit_code") != 0:
+                notes.append(f"pytest exited with status {done.get('exit_code')}; not full credit.")
+                passed = expected_n - 1
+        fraction = passed / expected_n if expected_n else 0.0
+        reward = (
+            fraction
+            if spec.partial_credit
+            else (1.0 if passed == expected_n and expected_n else 0.0)
+        )
+        feedback = _feedback(spec, outcomes, passed, expected_n, notes)
+        details: dict[str, Any] = {
+            "kind": tests.kind,
+            "language": lang.name,
+            "passed": passed,
+            "expected": expected_n,
+            "tests": [_brief(o) for o in outcomes[:50]],
+            "finished": done is not None,
+            "timed_out": res.timed_out,
+            "oom_killed": res.oom_killed,
+            "judge": ready,
+        }
+        return Result.scored(
+            reward, components={"tests_passed": fraction}, feedback=feedback, details=details
+        )
+
+    # -- job ------------------------------------------------------------------------------------
+
+    def _job(self, spec: CodeTestsSpec, lang: Language, nonce: str) -> dict[str, Any]:
+        tests = spec.tests
+        payload: dict[str, Any]
+        if isinstance(tests, AssertTests):
+            payload = {
+                "kind": "assert",
+                "code": tests.code,
+                "entry_point": tests.entry_point,
+                "prelude": tests.prelude,
+            }
+        elif isinstance(tests, CallTests):
+            # Only the inputs go to the sandbox; expected values stay on the host.
+            payload = {
+                "kind": "call",
+                "entry_point": tests.entry_point,
+                "cases": [
+                    {
+                        "name": c.name,
+                        "args": _harness.encode(list(c.args)),
+                        "kwargs": _harness.encode(dict(c.kwargs)),
+                    }
+                    for c in tests.cases
+                ],
+            }
+        elif isinstance(tests, IoTests):
+            payload = {
+                "kind": "io",
+                "cases": [{"name": c.name, "stdin": c.stdin} for c in tests.cases],
+            }
+        else:
+            payload = {"kind": "pytest", "files": dict(tests.files), "module": tests.module}
+        return {
+            "nonce": nonce,
+            "code_path": lang.source_file,
+            "module": "solution",
+            "tests": payload,
+            "total_timeout_s": spec.timeout_s,
+            "test_timeout_s": spec.per_test_timeout,
+            "limits": {"memory_bytes": spec.memory_mb << 20},
+            "output_cap": spec.output_bytes,
+            "text_cap": 2000,
+        }
+
+    # -- verdicts -------------------------------------------------------------------------------
+
+    def _outcomes(
+        self, spec: CodeTestsSpec, records: list[dict[str, Any]], done: dict[str, Any] | None
+    ) -> list[_Outcome]:
+        tests = spec.tests
+        if isinstance(tests, AssertTests):
+            rec = (
+                records[0]
+                if records
+                else {"name": f"check({tests.entry_point})", "status": "missing"}
+            )
+            return [_generic(rec)]
+        if isinstance(tests, CallTests):
+            by_index = {r.get("index"): r for r in records}
+            return [_call_outcome(tests, i, by_index.get(i)) for i in range(len(tests.cases))]
+        if isinstance(tests, IoTests):
+            by_index = {r.get("index"): r for r in records}
+            return [_io_outcome(tests, i, by_index.get(i)) for i in range(len(tests.cases))]
+        by_name: dict[str, dict[str, Any]] = {}
+        for r in records:
+            by_name.setdefault(str(r.get("name")), r)
+        if isinstance(tests.expected_tests, list):
+            ids = list(tests.expected_tests)
+        else:
+            collected = done.get("collected") if done else None
+            ids = [str(x) for x in collected] if isinstance(collected, list) else list(by_name)
+        outs = [_generic(by_name.get(i, {"name": i, "status": "missing"})) for i in ids]
+        if isinstance(tests.expected_tests, int) and tests.expected_tests > len(outs):
+            outs += [
+                _Outcome(f"expected test #{k + 1}", False, "missing", "was not collected")
+                for k in range(len(outs), tests.expected_tests)
+            ]
+        return outs
+
+
+def _expected_count(tests: Any) -> int:
+    if isinstance(tests, AssertTests):
+        return 1
+    if isinstance(tests, (CallTests, IoTests)):
+        return len(tests.cases)
+    if isinstance(tests.expected_tests, list):
+        return len(tests.expected_tests)
+    if isinstance(tests.expected_tests, int):
+        return tests.expected_tests
+    return 0
+
+
+def _parse(
+    stdout: bytes, nonce: str
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[str, Any] | None]:
+    """The judge's nonce-signed lines: ready, test records, done (anything else is ignored)."""
+    ready: dict[str, Any] | None = None
+    done: dict[str, Any] | None = None
+    records: list[dict[str, Any]] = []
+    prefix = nonce.encode() + b" "
+    for raw in stdout.split(b"\n"):
+        if not raw.startswith(prefix) or len(raw) < len(prefix) + 2:
+            continue
+        kind = raw[len(prefix) : len(prefix) + 1]
+        try:
+            payload = json.loads(raw[len(prefix) + 2 :])
+        except ValueError:
+            continue
+        if not isinstance(payload, dict) or done is not None:
+            continue
+        if kind == b"R" and ready is None:
+            ready = payload
+        elif kind == b"T" and ready is not None:
+            records.append(payload)
+        elif kind == b"D" and ready is not None:
+            done = payload
+    return ready, records, done
+
+
+def _exc_text(rec: dict[str, Any]) -> str:
+    parts = []
+    if rec.get("exc_type"):
+        parts.append(f"{rec['exc_type']}: {rec.get('message', '')}".strip().rstrip(":"))
+    elif rec.get("message"):
+        parts.append(str(rec["message"]))
+    tb = str(rec.get("tb") or "")
+    if tb:
+        lines = [
+            ln
+            for ln in tb.splitlines()
+            if ".judge/harness.py" not in ln and "in _candidate_main" not in ln
+        ]
+        parts.append("\n".join(lines[-6:]))
+    return "\n".join(parts)
+
+
+def _generic(rec: dict[str, Any]) -> _Outcome:
+    status = str(rec.get("status", "missing"))
+    name = str(rec.get("name", "?"))
+    passed = status == "passed"
+    summary = {
+        "passed": "passed",
+        "failed": "failed",
+        "error": "raised an error",
+        "timeout": "timed out",
+        "skipped": "was skipped (counts as failed)",
+        "missing": "did not run (counts as failed)",
+    }.get(status, status)
+    detail = "" if passed else _exc_text(rec) + _last_call(rec) + _streams(rec)
+    return _Outcome(name, passed, status, summary, detail, rec)
+
+
+def _last_call(rec: dict[str, Any]) -> str:
+    last = rec.get("last_call")
+    if not isinstance(last, dict):
+        return ""
+    args = str(last.get("args") or "[]")
+    args = args[1:-1] if args.startswith("[") and args.endswith("]") else args
+    result = last.get("result")
+    outcome = f"returned {result}" if result is not None else "raised"
+    return f"\nlast call before the failure: {last.get('target')}({args}) {outcome}"
+
+
+def _streams(rec: dict[str, Any]) -> str:
+    out = str(rec.get("stdout") or "")
+    return f"\nstdout: {short_repr(out, 300)}" if out else ""
+
+
+def _call_outcome(tests: CallTests, i: int, rec: dict[str, Any] | None) -> _Outcome:
+    case = tests.cases[i]
+    name = case.name or f"case {i}"
+    call = f"{tests.entry_point}({', '.join([short_repr(a, 80) for a in case.args] + [f'{k}={short_repr(v, 80)}' for k, v in case.kwargs.items()])})"
+    if rec is None:
+        return _Outcome(name, False, "missing", f"{call} did not run (counts as failed)")
+    status = str(rec.get("status"))
+    if status == "returned":
+        try:
+            actual = _harness.decode(
+                rec.get("value"), lambda d: Opaque(str(d.get("type", "?")), str(d.get("repr", "")))
+            )
+        except _harness.CodecError:
+            actual = Opaque("?", "undecodable")
+        if rec.get("opaque"):
+            actual = Opaque("object", str(rec["opaque"]))
+        if case.raises:
+            return _Outcome(
+                name,
+                False,
+                "failed",
+                f"{call} returned {short_repr(actual)} but should raise {case.raises}",
+                _streams(rec),
+                rec,
+            )
+        if values_equal(actual, case.expected, rel_tol=tests.rel_tol, abs_tol=tests.abs_tol):
+            return _Outcome(name, True, "passed", "passed", "", rec)
+        detail = ""
+        if (
+            isinstance(actual, str)
+            and isinstance(case.expected, str)
+            and "\n" in actual + case.expected
+        ):
+            detail = short_diff(actual, case.expected)
+        if isinstance(actual, Opaque):
+            detail = "return values must be plain data (numbers, strings, lists, dicts ...); custom objects never compare equal"
+        return _Outcome(
+            name,
+            False,
+            "failed",
+            f"{call} returned {short_repr(actual)}, expected {short_repr(case.expected)}",
+            detail + _streams(rec),
+            rec,
+        )
+    if status == "raised" and case.raises and rec.get("exc_type") == case.raises:
+        return _Outcome(name, True, "passed", "passed", "", rec)
+    verb = {"raised": "raised", "timeout": "timed out", "error": "failed"}.get(status, status)
+    want = f"should raise {case.raises}" if case.raises else f"expected {short_repr(case.expected)}"
+    return _Outcome(
+        name, False, status, f"{call} {verb} ({want})", _exc_text(rec) + _streams(rec), rec
+    )
+
+
+def _io_outcome(tests: IoTests, i: int, rec: dict[str, Any] | None) -> _Outcome:
+    case = tests.cases[i]
+    name = case.name or f"case {i}"
+    where = f"input {short_repr(case.stdin, 120)}"
+    if rec is None:
+        return _Outcome(name, False, "missing", f"{where}: did not run (counts as failed)")
+    status = str(rec.get("status"))
+    out = str(rec.get("stdout") or "")
+    err = str(rec.get("stderr") or "")
+    err_tail = "\n".join(err.splitlines()[-6:])
+    if status == "timeout":
+        return _Outcome(name, False, "timeout", f"{where}: timed out", err_tail, rec)
+    if rec.get("stdout_truncated"):
+        return _Outcome(name, False, "failed", f"{where}: output too long (truncated)", "", rec)
+    if rec.get("returncode") != 0:
+        return _Outcome(
+            name,
+            False,
+            "error",
+            f"{where}: exited with status {rec.get('returncode')}",
+            err_tail,
+            rec,
+        )
+    if compare_output(
+        out, case.stdout, tests.compare, rel_tol=tests.rel_tol, abs_tol=tests.abs_tol
+    ):
+        return _Outcome(name, True, "passed", "passed", "", rec)
+    return _Outcome(
+        name,
+        False,
+        "failed",
+        f"{where}: expected {short_repr(case.stdout, 120)}, got {short_repr(out, 120)} (compare={tests.compare})",
+        short_diff(out, case.stdout),
+        rec,
+    )
+
+
+def _feedback(
+    spec: CodeTestsSpec, outcomes: list[_Outcome], passed: int, expected: int, notes: list[str]
+) -> str:
+    lines = [f"{passed}/{expected} tests passed."]
+    lines += notes
+    failures = [o for o in outcomes if not o.passed]
+    for o in failures[: spec.max_failures_shown]:
+        text = f"- {o.name}: {o.summary}"
+        if o.detail:
+            detail = o.detail if len(o.detail) <= 700 else o.detail[:700] + "..."
+            text += "\n  " + detail.replace("\n", "\n  ")
+        lines.append(text)
+    if len(failures) > spec.max_failures_shown:
+        lines.append(f"({len(failures) - spec.max_failures_shown} more failing tests not shown)")
+    text = "\n".join(lines)
+    if len(text) > spec.feedback_chars:
+        text = text[: spec.feedback_chars - 20] + "\n... (truncated)"
+    return text
+
+
+def _brief(o: _Outcome) -> dict[str, Any]:
+    rec = {"name": o.name, "status": o.status}
+    if not o.passed:
+        rec["summary"] = o.summary[:300]
+    return rec

@@ -1,0 +1,69 @@
+"""The reward-hacking regression corpus (datasets/code/adversarial.jsonl).
+
+Every attempt must score exactly 0 with status ``fail`` through the real local (bubblewrap)
+backend and the real Docker sandbox. Controls prove each corpus spec *can* pass, so a 0 is
+the defence working, not a broken spec.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from code_helpers import Backend
+
+CORPUS = Path(__file__).resolve().parents[3] / "datasets" / "code" / "adversarial.jsonl"
+ENTRIES: list[dict[str, Any]] = [
+    json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()
+]
+
+HONEST = {
+    "assert": "def add(a, b):\n    return a + b\n",
+    "call": "def add(a, b):\n    return a + b\n",
+    "pytest": "def add(a, b):\n    return a + b\n",
+    "io": "a, b = map(int, input().split())\nprint(a + b)\n",
+}
+
+
+def _kind(entry: dict[str, Any]) -> str:
+    return str(entry["task"]["spec"]["tests"]["kind"])
+
+
+def test_corpus_is_large_and_distinct() -> None:
+    ids = [e["id"] for e in ENTRIES]
+    assert len(ids) >= 30
+    assert len(set(ids)) == len(ids)
+    assert len({e["completion"] for e in ENTRIES}) == len(ENTRIES)
+    assert {_kind(e) for e in ENTRIES} == {"assert", "call", "io", "pytest"}
+    assert all(e["metadata"]["attack"] and e["metadata"]["defence"] for e in ENTRIES)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("local", marks=pytest.mark.bwrap),
+        pytest.param("docker", marks=pytest.mark.docker),
+    ],
+)
+def real_backend(request: pytest.FixtureRequest) -> Any:
+    b = Backend(str(request.param))
+    yield b
+    b.close()
+
+
+@pytest.mark.parametrize("kind", sorted(HONEST))
+def test_controls_pass(real_backend: Backend, kind: str) -> None:
+    entry = next(e for e in ENTRIES if _kind(e) == kind)
+    honest = {**entry, "id": f"control-{kind}", "completion": f"```python\n{HONEST[kind]}```\n"}
+    res = real_backend.score(honest)
+    assert (res.status, res.reward) == ("pass", 1.0), res.feedback
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+def test_attack_scores_zero(real_backend: Backend, entry: dict[str, Any]) -> None:
+    res = real_backend.score(entry)
+    assert res.status == "fail", (entry["metadata"]["attack"], res.status, res.error)
+    assert res.reward == 0.0, (entry["metadata"]["attack"], res.feedback)
+    assert res.components["tests_passed"] == 0.0
