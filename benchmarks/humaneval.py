@@ -132,11 +132,15 @@ while True:
     src = r.read(struct.unpack(">I", head)[0]).decode()
     pid = os.fork()
     if pid == 0:
+        code = 1
         try:
             exec(compile(src, "<sample>", "exec"), {"__name__": "__main__"})
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
+            code = 0
+        except SystemExit as exc:
+            code = 0 if exc.code in (None, 0) else 1
+        except Exception:
+            pass
+        os._exit(code)
     _, status = os.waitpid(pid, 0)
     w.write(b"1" if status == 0 else b"0")
     w.flush()
