@@ -132,6 +132,7 @@ class Engine:
         self._sandboxes: SandboxProvider = sandboxes or _LazySandboxes(self.settings.sandbox)
         self._instances: dict[str, Verifier[Any]] = {}
         self._specs: dict[tuple[str, str], Spec] = {}
+        self._inline: dict[str, bool] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self._workers: WorkerPool | None = None
         self._cache: ResultCache | None = None
@@ -225,15 +226,16 @@ class Engine:
             return result.model_copy(update={"id": None if raw_id is None else str(raw_id)})
         task = trajectory.task
         if task.verifier is not None:
-            # Fast path: inline verifiers run right here.
+            # Fast path: cheap synchronous verdicts are made right here (see verify_inline).
             try:
                 verifier = self._verifier(task.verifier)
-                if isinstance(verifier, InlineVerifier):
+                if self._has_inline(verifier):
                     spec = self._spec(verifier, task.spec)
                     if verifier.reference_required and task.reference is None:
                         raise BadInput(f"verifier {verifier.name!r} needs task.reference")
-                    result = verifier.check(trajectory, spec)
-                    return self._stamp(result, trajectory, verifier, started)
+                    result = verifier.verify_inline(trajectory, spec)
+                    if result is not None:
+                        return self._stamp(result, trajectory, verifier, started)
             except Exception as exc:
                 return self._stamp(
                     _error_result(exc, self.settings.timeout_s), trajectory, None, started
@@ -337,6 +339,15 @@ class Engine:
                 backoff *= 2
             finally:
                 ctx.cleanup()
+
+    def _has_inline(self, verifier: Verifier[Any]) -> bool:
+        overridden = self._inline.get(verifier.name)
+        if overridden is None:
+            overridden = isinstance(verifier, InlineVerifier) or (
+                type(verifier).verify_inline is not Verifier.verify_inline
+            )
+            self._inline[verifier.name] = overridden
+        return overridden
 
     def _verifier(self, name: str) -> Verifier[Any]:
         verifier = self._instances.get(name)

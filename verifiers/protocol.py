@@ -84,6 +84,16 @@ class Verifier(ABC, Generic[SpecT]):
             VerifierError: any subclass, turned into ``status="error"`` of its ``kind``.
         """
 
+    def verify_inline(self, trajectory: Trajectory, spec: SpecT) -> Result | None:
+        """Judge synchronously when that is cheap and needs no I/O, else return None.
+
+        The engine calls this first, inline in its streaming loop (no task, no cache lookup,
+        no deadline), and falls back to :meth:`verify` on None. Override it only for work
+        bounded to about a millisecond (e.g. a formula over an inline table); anything that
+        may parse a file, start a process or run long must return None here.
+        """
+        return None
+
     async def close(self) -> None:
         """Release resources held across items (warm workers, caches)."""
 
@@ -101,6 +111,9 @@ class InlineVerifier(Verifier[SpecT]):
     @abstractmethod
     def check(self, trajectory: Trajectory, spec: SpecT) -> Result:
         """Judge synchronously; same contract as :meth:`Verifier.verify`."""
+
+    def verify_inline(self, trajectory: Trajectory, spec: SpecT) -> Result | None:
+        return self.check(trajectory, spec)
 
     async def verify(self, trajectory: Trajectory, spec: SpecT, ctx: VerifierContext) -> Result:
         return self.check(trajectory, spec)

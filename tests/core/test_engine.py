@@ -415,3 +415,32 @@ class Cached(Verifier[DelaySpec]):
     async def verify(self, trajectory: Trajectory, spec: DelaySpec, ctx: VerifierContext) -> Result:
         type(self).calls += 1
         return Result.scored(spec.reward)
+
+
+class MaybeSpec(Spec):
+    inline: bool = True
+
+
+@register("test.maybe_inline")
+class MaybeInline(Verifier[MaybeSpec]):
+    Spec = MaybeSpec
+    cacheable = False
+    async_calls = 0
+
+    def verify_inline(self, trajectory: Trajectory, spec: MaybeSpec) -> Result | None:
+        return Result.scored(1.0, feedback="inline") if spec.inline else None
+
+    async def verify(self, trajectory: Trajectory, spec: MaybeSpec, ctx: VerifierContext) -> Result:
+        type(self).async_calls += 1
+        return Result.scored(0.5, feedback="async")
+
+
+def test_verify_inline_answers_when_it_can_and_falls_back_when_it_cannot() -> None:
+    MaybeInline.async_calls = 0
+    results = verifiers.score(
+        [item("test.maybe_inline", 1, inline=True), item("test.maybe_inline", 2, inline=False)]
+    )
+    assert [r.feedback for r in results] == ["inline", "async"]
+    assert [r.id for r in results] == ["1", "2"]
+    assert results[0].verifier == "test.maybe_inline@1"
+    assert MaybeInline.async_calls == 1
