@@ -67,7 +67,10 @@ def _eq(a: Any, e: Any, rel: float, abs_: float) -> bool:
     if isinstance(a, (int, float)) and isinstance(e, (int, float)):
         if isinstance(a, int) and isinstance(e, int):
             return a == e
-        fa, fe = float(a), float(e)
+        try:
+            fa, fe = float(a), float(e)
+        except OverflowError:  # an int beyond float range cannot equal a float within tolerance
+            return False
         if math.isnan(fa) or math.isnan(fe):
             return math.isnan(fa) and math.isnan(fe)
         return math.isclose(fa, fe, rel_tol=rel, abs_tol=abs_)
@@ -114,7 +117,13 @@ def _lines(text: str) -> list[str]:
 
 def short_repr(value: Any, limit: int = 200) -> str:
     """``repr`` cut to ``limit`` characters with a marker."""
-    text = repr(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 640:
+        # repr() of ints past 4300 digits raises ValueError; show the size instead.
+        return f"<int with about {int(value.bit_length() * 0.30103) + 1} digits>"
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. a huge int nested in a list
+        return f"<{type(value).__name__} too large to display>"
     return text if len(text) <= limit else text[: limit - 15] + f"... ({len(text)} chars)"
 
 

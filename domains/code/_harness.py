@@ -969,9 +969,14 @@ class Judge:
                     check(candidate)
                 else:
                     # No entry point: the test code itself drives the candidate through ``solution``.
+                    # A pass needs positive evidence: check(solution) ran to the end.
+                    if not callable(ns.get("check")):
+                        self.emit(
+                            "D", {"spec_error": "test code defines no check(solution) function"}
+                        )
+                        return
                     ns.setdefault("solution", _RemoteModule(self.cand, "solution"))
-                    if callable(ns.get("check")):
-                        ns["check"](ns["solution"])
+                    ns["check"](ns["solution"])
                 self.emit("T", self.outcome(name, "passed"))
             except Exception as exc:
                 self.emit("T", self.failure(name, exc))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -73,10 +73,19 @@ class CallCase(BaseModel):  # type: ignore[no-redef]  # pydantic-mypy: field "kw
     args: list[Any] = Field(default_factory=list)
     kwargs: dict[str, Any] = Field(default_factory=dict)
     expected: Any = None
-    """Expected return value (JSON); compared on the host, never sent to the sandbox."""
+    """Expected return value (JSON; ``null`` must be written out); compared on the host,
+    never sent to the sandbox."""
     raises: str | None = None
     """Expected exception type name instead of a return value (e.g. ``"ValueError"``)."""
     name: str | None = None
+
+    @model_validator(mode="after")
+    def _says_what_to_expect(self) -> Self:
+        # A misspelt "expect" would otherwise default to None and let a function that
+        # returns nothing pass.
+        if "expected" not in self.model_fields_set and self.raises is None:
+            raise ValueError("a call case needs 'expected' (or 'raises')")
+        return self
 
 
 class CallTests(_Kind):
@@ -98,7 +107,9 @@ class PytestTests(_Kind):
     """Test file name -> source. Every file given is collected."""
     module: str = "solution"
     """Name under which the tests import the candidate's code."""
-    expected_tests: int | list[str] | None = None
+    expected_tests: (
+        Annotated[int, Field(ge=1)] | Annotated[list[str], Field(min_length=1)] | None
+    ) = None
     """Expected test count or node ids (``test_f.py::test_x``). Without it, the tests the
     judge collects before any candidate code runs are the expected ones."""
 

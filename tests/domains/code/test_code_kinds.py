@@ -228,6 +228,16 @@ def test_broken_test_code_is_bad_input_not_a_score(backend: Backend) -> None:
         backend.score(traj(ADD, {"kind": "pytest", "files": {"test_x.py": "def test_(:\n"}}))
 
 
+def test_assert_tests_that_never_run_check_are_bad_input(backend: Backend) -> None:
+    # Without an entry point, test code that defines no check() used to pass any completion.
+    no_check = {"kind": "assert", "code": "def test():\n    assert solution.add(1, 2) == 3\n"}
+    with pytest.raises(BadInput, match="no check"):
+        backend.score(traj("raise SystemExit(0)\n", no_check))
+    with_check = {"kind": "assert", "code": "def check(m):\n    assert m.add(1, 2) == 3\n"}
+    assert backend.score(traj(ADD, with_check)).status == "pass"
+    assert backend.score(traj("def add(a, b):\n    return 0\n", with_check)).status == "fail"
+
+
 def test_output_is_capped_in_feedback(backend: Backend) -> None:
     code = "def f():\n    print('y' * 100000)\n    return 1\n"
     res = backend.score(
