@@ -243,17 +243,21 @@ def test_no_string_reaches_eval_or_sympify(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(sympy, "sympify", guarded)
     monkeypatch.setattr(builtins, "eval", no_eval)
-    for candidate, reference in [
-        (r"\frac{\sqrt{3}}{2}", r"\frac{\sqrt3}{2}"),
-        (r"x(2x+3)", "2x^2+3x"),
-        (r"[1, 3)", "[1,3)"),
-        (r"e^{i\pi}", "-1"),
-        (r"\sin^2 x + \cos^2 x", "1"),
-        ("__import__('os').system('x')", "1"),
+    for candidate, reference, equal in [
+        (r"\frac{\sqrt{3}}{2}", r"\frac{\sqrt3}{2}", True),
+        (r"x(2x+3)", "2x^2+3x", True),
+        (r"[1, 3)", "[1,3)", True),
+        (r"e^{i\pi}", "-1", True),
+        (r"\sin^2 x + \cos^2 x", "1", True),
+        ("__import__('os').system('x')", "1", False),
     ]:
-        answers.equivalent(
+        # The verdicts must come out right: a guard tripping inside the comparison would
+        # otherwise be swallowed as "not equal" and the test could not fail.
+        verdict = answers.equivalent(
             {"candidate": candidate, "references": [reference], "rel_tol": 1e-9, "abs_tol": 0}
         )
+        assert verdict["equal"] is equal, (candidate, verdict)
+        assert not str(verdict["reason"]).startswith("could not compare"), verdict
 
 
 def test_sources_never_call_eval_or_sympify() -> None:

@@ -83,11 +83,28 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
         out["unparsable"] = True
         return out
     out["candidate"] = show(got)
+    from sympy.core.sympify import SympifyError
+    from sympy.polys.polyerrors import BasePolynomialError
+
+    # What sympy raises on exotic but well-formed answers: they are "not equal". Anything
+    # else (an AssertionError, a bug) escapes and the item is an error, never a silent 0.
+    sympy_refusals = (
+        TypeError,
+        ValueError,
+        ArithmeticError,
+        AttributeError,
+        NotImplementedError,
+        RecursionError,
+        IndexError,
+        KeyError,
+        SympifyError,
+        BasePolynomialError,
+    )
     reasons: list[str] = []
     for reference, want in parsed_refs:
         try:
             ok, why = equal_pieces(got, want, tol)
-        except Exception as exc:  # sympy raising on an exotic parsed answer: not equal
+        except sympy_refusals as exc:
             ok, why = False, f"could not compare ({type(exc).__name__})"
         if ok:
             out.update(equal=True, method=why, matched=reference)
