@@ -13,9 +13,10 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
-from ._numbers import Number, parse_number, scale_factor
+from ._numbers import Number, _parse_text, parse_number, scale_factor
 
 __all__ = ["Document", "FigureMatch", "Table", "detect_scale", "same_figure"]
 
@@ -41,8 +42,20 @@ def normalise_label(text: str, *, spaces: bool = True) -> str:
     """Case-folded label without footnote marks, trailing punctuation or extra spaces.
 
     With ``spaces=False`` all whitespace is dropped: row labels compare that way because
-    pdfplumber's text strategy can cut a label mid-word into two columns.
+    pdfplumber's text strategy can cut a label mid-word into two columns. Short labels (the
+    usual case; reports repeat them across tables and questions) are memoised.
     """
+    if len(text) <= 256:
+        return _normalise_cached(text, spaces)
+    return _normalise(text, spaces)
+
+
+@lru_cache(maxsize=65536)
+def _normalise_cached(text: str, spaces: bool) -> str:
+    return _normalise(text, spaces)
+
+
+def _normalise(text: str, spaces: bool) -> str:
     text = _NORM_DROP.sub(
         "", text.replace("\u2019", "'").replace("\u2013", "-").replace("\u2014", "-")
     )
@@ -65,7 +78,13 @@ def _is_header_value(cell: str, number: Number | None) -> bool:
 
 
 def _significant(number: Number) -> int:
-    return len(str(round(abs(number.value) * 10**number.decimals))) if number.value else 1
+    return _significant_digits(number.value, number.decimals) if number.value else 1
+
+
+@lru_cache(maxsize=16384)
+def _significant_digits(value: float, decimals: int) -> int:
+    """Printed significant digits (memoised: table cells are compared over and over)."""
+    return len(str(round(abs(value) * 10**decimals)))
 
 
 def same_figure(
@@ -166,6 +185,10 @@ class Table:
     header_rows: int = field(init=False, repr=False)
     labels: list[str] = field(init=False, repr=False)
     _lookups: dict[tuple[str, str], list[int]] = field(init=False, repr=False, default_factory=dict)
+    _titles: list[list[str]] | None = field(init=False, repr=False, compare=False, default=None)
+    _numeric: list[int] | None = field(init=False, repr=False, compare=False, default=None)
+    _shown: list[str | None] | None = field(init=False, repr=False, compare=False, default=None)
+    _name: str = field(init=False, repr=False, compare=False, default="")
 
     def __post_init__(self) -> None:
         width = max((len(r) for r in self.rows), default=0)
@@ -173,7 +196,11 @@ class Table:
             [c.strip() if type(c) is str else _cell_text(c) for c in r] + [""] * (width - len(r))
             for r in self.rows
         ]
-        self.numbers = [[parse_number(c, dash_is_zero=True) for c in r] for r in self.rows]
+        # Cells are all short strings by now: call the memoised parser directly (a report's
+        # tables hold thousands of cells, and this runs once per distinct report).
+        self.numbers = [
+            [_parse_text(c, True) if len(c) <= 64 else None for c in r] for r in self.rows
+        ]
         header = 0
         for cells, nums in zip(self.rows, self.numbers, strict=True):
             data = any(
@@ -201,7 +228,11 @@ class Table:
     @property
     def name(self) -> str:
         """``table 1 (page 3)`` for feedback."""
-        return f"table {self.index}" + (f" (page {self.page})" if self.page is not None else "")
+        if not self._name:
+            self._name = f"table {self.index}" + (
+                f" (page {self.page})" if self.page is not None else ""
+            )
+        return self._name
 
     # -- resolving citations ---------------------------------------------------------------
 
@@ -246,14 +277,7 @@ class Table:
         if not want or not self.rows:
             return []
         width = len(self.rows[0])
-        titles = [
-            [
-                normalise_label(self.rows[r][c])
-                for r in range(self.header_rows)
-                if self.rows[r][c].strip()
-            ]
-            for c in range(width)
-        ]
+        titles = self._column_titles()
         exact = [c for c in range(width) if want in titles[c] or " ".join(titles[c]) == want]
         if exact:
             return self._numeric_alignment(exact, titles)
@@ -262,16 +286,35 @@ class Table:
             [c for c in range(1, width) if any(pattern.search(t) for t in titles[c])], titles
         )
 
+    def _column_titles(self) -> list[list[str]]:
+        """Normalised header cells of each column, worked out on the first column lookup."""
+        if self._titles is None:
+            self._titles = [
+                [
+                    normalise_label(self.rows[r][c])
+                    for r in range(self.header_rows)
+                    if self.rows[r][c].strip()
+                ]
+                for c in range(len(self.rows[0]))
+            ]
+        return self._titles
+
+    def _numeric_columns(self) -> list[int]:
+        """Columns with at least one figure (not a dash) below the header."""
+        if self._numeric is None:
+            self._numeric = [
+                c
+                for c in range(len(self.rows[0]) if self.rows else 0)
+                if any(
+                    self.numbers[r][c] is not None and not self.numbers[r][c].dash  # type: ignore[union-attr]
+                    for r in range(self.header_rows, len(self.rows))
+                )
+            ]
+        return self._numeric
+
     def _numeric_alignment(self, columns: list[int], titles: list[list[str]]) -> list[int]:
         """Map header columns onto number columns when text extraction shifted them."""
-        numeric = [
-            c
-            for c in range(len(titles))
-            if any(
-                self.numbers[r][c] is not None and not self.numbers[r][c].dash  # type: ignore[union-attr]
-                for r in range(self.header_rows, len(self.rows))
-            )
-        ]
+        numeric = self._numeric_columns()
         titled = [c for c in range(1, len(titles)) if titles[c]]
         if not columns or all(c in numeric for c in columns) or len(titled) != len(numeric):
             return columns
@@ -304,6 +347,15 @@ class Table:
 
     def shown_label(self, row: int) -> str:
         """The row's label as printed (text cells before its first figure, joined)."""
+        shown = self._shown
+        if shown is None:
+            shown = self._shown = [None] * len(self.rows)
+        label = shown[row]
+        if label is None:
+            label = shown[row] = self._shown_label(row)
+        return label
+
+    def _shown_label(self, row: int) -> str:
         parts: list[str] = []
         for cell, num in zip(self.rows[row], self.numbers[row], strict=True):
             if num is not None and parts:
@@ -414,6 +466,8 @@ class Document:
 
     def _cited_tables(self, cite: dict[str, Any]) -> list[Table] | str:
         tables = self.tables
+        if "page" not in cite and "table" not in cite:
+            return tables
         page = cite.get("page")
         if (
             isinstance(page, int)

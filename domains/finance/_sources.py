@@ -29,7 +29,14 @@ if TYPE_CHECKING:
     from verifiers.context import VerifierContext
     from verifiers.types import Trajectory
 
-__all__ = ["PdfTableCache", "document_from_extraction", "load_document", "pdf_cache"]
+__all__ = [
+    "PdfTableCache",
+    "clear_inline_caches",
+    "document_from_extraction",
+    "load_document",
+    "load_inline",
+    "pdf_cache",
+]
 
 _MAX_INLINE_BYTES = 8 * 1024 * 1024
 _HASH_IN_THREAD_BYTES = 1024 * 1024
@@ -175,11 +182,7 @@ async def load_document(
     declared = document.get("scale") or ""
     if declared not in _SCALES:
         raise BadInput(f"document scale {declared!r} must be one of {_SCALES}")
-    text = document.get("text") or []
-    if isinstance(text, str):
-        text = [text]
-    if not isinstance(text, list) or not all(isinstance(p, str) for p in text):
-        raise BadInput("document.text must be a string or a list of strings")
+    text = _text_of(document)
     if "pdf" in document:
         path = _source_path(document["pdf"], trajectory, ctx, "pdf")
         if path.stat().st_size > _HASH_IN_THREAD_BYTES:
@@ -212,13 +215,8 @@ async def load_document(
             "tables": len(doc.tables),
         }
     if "table" in document or "tables" in document:
-        inline_key = _inline_key(document)
-        found = _inline_documents.get(inline_key) if inline_key is not None else None
-        if found is None:
-            found = _inline_document(document, declared, text)
-            if inline_key is not None:
-                _inline_documents.put(inline_key, found)
-        return found, {"source": "inline", "tables": len(found.tables)}
+        parsed = _inline_cached(document, declared, text)
+        return parsed, {"source": "inline", "tables": len(parsed.tables)}
     tables: list[Table] = []
     if "csv" in document or "html" in document:
         source = "csv" if "csv" in document else "html"
@@ -251,6 +249,104 @@ async def load_document(
 
 
 _inline_documents = _DocumentLRU()
+
+# Documents by the identity of the spec's document dict. The engine validates each distinct
+# ``task.spec`` once and hands the same (frozen) spec object to every item that repeats it (a
+# report's questions, a GRPO group), so identity finds a parsed document without serialising
+# the whole table to build a content key. The dict is held, so its id cannot be reused.
+_by_identity: OrderedDict[int, tuple[dict[str, Any], Document]] = OrderedDict()
+_BY_IDENTITY_MAX = 256
+_identity_lock = threading.Lock()
+
+_MAX_INLINE_CELLS = 20_000
+"""Inline documents larger than this many table cells are not judged on the engine's inline
+path (their first parse could take more than a few milliseconds): they go the async way."""
+_MAX_INLINE_TEXT = 200_000
+"""Same bound for inline text, in characters."""
+
+
+def load_inline(document: Any) -> tuple[Document, dict[str, Any]] | None:
+    """Load an inline table/text document synchronously, or None when it is not one.
+
+    The engine's inline fast path (``Verifier.verify_inline``) uses this: it returns None for
+    PDF, CSV and HTML sources (file reads, pandas, a worker process) and for inline documents
+    above :data:`_MAX_INLINE_CELLS` cells or :data:`_MAX_INLINE_TEXT` characters of text not
+    parsed yet, which then take :func:`load_document`'s async path with identical verdicts.
+
+    Raises:
+        BadInput: the same malformed-document errors :func:`load_document` raises.
+    """
+    if not isinstance(document, dict) or not document:
+        return None
+    key = id(document)
+    hit = _by_identity.get(key)
+    if hit is not None and hit[0] is document:
+        found = hit[1]
+        return found, {"source": found.source, "tables": len(found.tables)}
+    if "pdf" in document or "csv" in document or "html" in document:
+        return None
+    inline = "table" in document or "tables" in document
+    if not inline and not document.get("text"):
+        return None  # load_document reports the missing source
+    if not _small(document):
+        return None
+    declared = document.get("scale") or ""
+    if declared not in _SCALES:
+        raise BadInput(f"document scale {declared!r} must be one of {_SCALES}")
+    text = _text_of(document)
+    if inline:
+        found = _inline_cached(document, declared, text)
+    else:
+        found = Document([], list(text), declared or detect_scale("\n".join(text)), "text")
+    with _identity_lock:
+        _by_identity[key] = (document, found)
+        while len(_by_identity) > _BY_IDENTITY_MAX:
+            _by_identity.popitem(last=False)  # oldest first: specs arrive grouped
+    return found, {"source": found.source, "tables": len(found.tables)}
+
+
+def clear_inline_caches() -> None:
+    """Forget parsed inline documents (benchmarks measure first parses with this)."""
+    _inline_documents.clear()
+    with _identity_lock:
+        _by_identity.clear()
+
+
+def _small(document: dict[str, Any]) -> bool:
+    raw_tables = [document["table"]] if "table" in document else document.get("tables", [])
+    cells = 0
+    if isinstance(raw_tables, list):
+        for rows in raw_tables:
+            if isinstance(rows, list):
+                for row in rows:
+                    cells += len(row) if isinstance(row, list) else 1
+                    if cells > _MAX_INLINE_CELLS:
+                        return False
+    text = document.get("text")
+    if isinstance(text, str):
+        return len(text) <= _MAX_INLINE_TEXT
+    if isinstance(text, list):
+        return sum(len(p) for p in text if isinstance(p, str)) <= _MAX_INLINE_TEXT
+    return True
+
+
+def _text_of(document: dict[str, Any]) -> list[str]:
+    text = document.get("text") or []
+    if isinstance(text, str):
+        text = [text]
+    if not isinstance(text, list) or not all(isinstance(p, str) for p in text):
+        raise BadInput("document.text must be a string or a list of strings")
+    return text
+
+
+def _inline_cached(document: dict[str, Any], declared: str, text: list[str]) -> Document:
+    inline_key = _inline_key(document)
+    found = _inline_documents.get(inline_key) if inline_key is not None else None
+    if found is None:
+        found = _inline_document(document, declared, text)
+        if inline_key is not None:
+            _inline_documents.put(inline_key, found)
+    return found
 
 
 def _inline_key(document: dict[str, Any]) -> str | None:

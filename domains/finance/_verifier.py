@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from verifiers.context import VerifierContext
-from verifiers.errors import BadInput
+from verifiers.errors import BadInput, VerifierError
 from verifiers.protocol import Spec, Verifier
 from verifiers.registry import register
 from verifiers.text import completion_text
@@ -41,7 +42,7 @@ from ._formula import (
     run_program,
 )
 from ._numbers import Number, parse_number, scale_factor
-from ._sources import load_document
+from ._sources import load_document, load_inline
 
 __all__ = ["FinanceSpec", "FormulaCrossCheck", "Reference"]
 
@@ -122,6 +123,45 @@ class Reference:
         self.decimals: int | None = decimals
 
 
+_references: dict[tuple[Any, ...], Reference] = {}
+
+
+def _reference(raw: Any) -> Reference:
+    """A parsed reference, memoised for plain values (GRPO groups share one per question).
+
+    A :class:`Reference` is never mutated after construction, so sharing one is safe.
+    """
+    if isinstance(raw, dict):
+        if len(raw) > 3 or not set(raw) <= {"answer", "scale", "decimals"}:
+            return Reference(raw)
+        key: tuple[Any, ...] = (
+            "d",
+            type(raw.get("answer")),
+            raw.get("answer"),
+            raw.get("scale"),
+            type(raw.get("decimals")),
+            raw.get("decimals"),
+        )
+    else:
+        key = ("v", type(raw), raw)
+    try:
+        found = _references.get(key)
+    except TypeError:  # an unhashable answer: parse it every time
+        return Reference(raw)
+    if found is None:
+        found = Reference(raw)
+        if len(_references) >= 4096:
+            _references.clear()
+        _references[key] = found
+    return found
+
+
+@lru_cache(maxsize=64)
+def _limits(max_length: int) -> FormulaLimits:
+    """One limits object per length (it is part of the parsed-formula cache key)."""
+    return FormulaLimits(max_length=max_length)
+
+
 def _factor(scale: str) -> float:
     return 0.01 if scale == "percent" else scale_factor(scale)
 
@@ -155,7 +195,7 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
         self, trajectory: Trajectory, spec: FinanceSpec, ctx: VerifierContext
     ) -> Result:
         reference = (
-            None if trajectory.task.reference is None else Reference(trajectory.task.reference)
+            None if trajectory.task.reference is None else _reference(trajectory.task.reference)
         )
         document: Document | None = None
         doc_details: dict[str, Any] = {}
@@ -169,6 +209,32 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
                 max_pages=spec.max_pages,
             )
         return judge(completion_text(trajectory), spec, document, reference, doc_details)
+
+    def verify_inline(self, trajectory: Trajectory, spec: FinanceSpec) -> Result | None:
+        """Judge right in the engine's loop when the document is inline (or absent).
+
+        Inline tables and text are parsed once per distinct document (memoised) and an item
+        then costs tens of microseconds, so the engine's task, deadline and context per item
+        would dominate. PDFs (worker process), CSV/HTML (files, pandas) and inline documents
+        too large to parse within about a millisecond return None: the engine then awaits
+        :meth:`verify`, which gives the same verdict. So do inputs the verifier cannot judge
+        (``BadInput``): the async path raises the same error, and the engine reports it there
+        with the verifier's full ``name@version``, exactly as before this fast path existed.
+        """
+        try:
+            reference = (
+                None if trajectory.task.reference is None else _reference(trajectory.task.reference)
+            )
+            doc_details: dict[str, Any] = {}
+            document: Document | None = None
+            if spec.document is not None:
+                loaded = load_inline(spec.document)
+                if loaded is None:
+                    return None
+                document, doc_details = loaded
+            return judge(completion_text(trajectory), spec, document, reference, doc_details)
+        except VerifierError:
+            return None
 
 
 def judge(
@@ -187,7 +253,7 @@ def judge(
         answer = read_answer(find_answer(completion))
     except AnswerError as exc:
         return Result.failed(f"answer: {exc}", components=zeros, details=details)
-    limits = FormulaLimits(max_length=spec.max_formula_chars)
+    limits = _limits(spec.max_formula_chars)
     try:
         formula = parse_formula(answer.formula, limits) if answer.formula is not None else None
         program = (
