@@ -5,13 +5,18 @@ directly, in the same run, with the same verifier (median of ``--repeats`` after
 Target: adapter / engine <= 1.05. The verifiers are cheap on purpose (``answer.numeric`` is
 inline, microseconds per item; ``answer.math`` goes through the engine's task path), which is
 where an adapter's own cost would show; with a real sandboxed verifier the ratio only moves
-closer to 1.
+closer to 1. Task strings are fresh for every call and ``--groups`` sets how many
+completions share one (1: all distinct; 8: GRPO-shaped). Each row also reports this
+process's CPU time. ``adapter_work`` rows time the adapter code alone (rows in, results out,
+no engine). ``--baseline DIR`` loads another version of ``rl_adapters`` (a directory of its
+``.py`` files) and measures it in the same rounds, as "(before) ..." rows.
 
 Part 2: ``verifiers serve`` (a separate uvicorn process) on loopback under 1, 8 and 64
 concurrent clients, each posting batches to ``/v1/score`` back to back for ``--duration``
 seconds: requests/s, items/s, p50 and p95 latency.
 
-Run:  python benchmarks/adapters.py [--repeats 15] [--duration 5] [--batch 16]
+Run:  python benchmarks/adapters.py [--repeats 15] [--groups 1,8] [--duration 5] [--batch 16]
+      [--skip-server] [--code-repeats 3]
 Prints one JSON line per measurement, then a summary JSON line.
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import socket
 import statistics
@@ -27,18 +33,26 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import httpx
 from verifiers.rl_adapters import Scorer
 
 from verifiers import Engine, EngineSettings
+from verifiers import score as verifiers_score
 
 N = 256
 
 
-def _rows(verifier: str) -> tuple[list[str], list[str], list[str]]:
-    prompts = [f"What is {i} + {i}?" for i in range(N)]
+def _rows(verifier: str, group: int = 1) -> tuple[list[str], list[str], list[str]]:
+    """Prompts, completions and JSON task strings; ``group`` completions share one task.
+
+    ``group=1``: every row its own task (the worst case for the adapters' JSON parsing);
+    ``group=8``: GRPO-shaped, 32 prompts x 8 completions, each group repeating its prompt's
+    task string.
+    """
+    prompts = [f"What is {i // group} + {i // group}?" for i in range(N)]
     if verifier == "code.tests":
         tests = "def check(f):\n    assert f(1, 2) == 3\n    assert f(0, 0) == 0\n"
         spec = {"tests": {"kind": "assert", "entry_point": "add", "code": tests}}
@@ -49,24 +63,86 @@ def _rows(verifier: str) -> tuple[list[str], list[str], list[str]]:
         return prompts, completions, tasks
     completions = [
         f"Adding them gives {2 * i if i % 3 else 2 * i + 1}. "
-        f"The answer is {2 * i if i % 3 else 2 * i + 1}"
+        f"The answer is {2 * (i // group) if i % 3 else 2 * i + 1}"
         for i in range(N)
     ]
-    tasks = [json.dumps({"verifier": verifier, "reference": str(2 * i)}) for i in range(N)]
+    tasks = [
+        json.dumps({"verifier": verifier, "reference": str(2 * (i // group))}) for i in range(N)
+    ]
     return prompts, completions, tasks
 
 
-def adapter_overhead(verifier: str, repeats: int, sandbox: str) -> list[dict[str, Any]]:
-    """Each adapter and the engine, measured round-robin (so drift hits all alike)."""
+def _fresh(tasks: list[str], call: int) -> list[str]:
+    """The same task JSON, spelt differently for every call (a unique whitespace suffix).
+
+    Each measured call gets task strings no call has seen before, as each training step
+    brings new prompts: the adapters' task memo can help within a batch (a GRPO group), never
+    by remembering an earlier call or another adapter's call.
+    """
+    pad = "\n" + format(call + 1, "b").replace("0", " ").replace("1", "\t")
+    return [t + pad for t in tasks]
+
+
+_BASELINE = "_baseline_rl_adapters"
+
+
+def load_baseline(directory: str) -> dict[str, ModuleType]:
+    """Another version of ``rl_adapters`` (a directory of its files), loaded side by side.
+
+    For before/after numbers from one process: the files are imported as the package
+    ``_baseline_rl_adapters``; while they load, their absolute ``verifiers.rl_adapters.*``
+    imports are pointed at the baseline's own modules (then restored), so the baseline never
+    runs the current helpers.
+    """
+    import importlib.util
+    import types
+
+    names = ("_machine_limit", "_rows", "_scorer", "trl", "deepspeed", "verl", "openrlhf")
+    package = types.ModuleType(_BASELINE)
+    package.__path__ = [directory]
+    sys.modules[_BASELINE] = package
+    modules: dict[str, ModuleType] = {}
+    saved = {name: sys.modules.get(f"verifiers.rl_adapters.{name}") for name in names}
+    try:
+        for name in names:
+            spec = importlib.util.spec_from_file_location(
+                f"{_BASELINE}.{name}", os.path.join(directory, f"{name}.py")
+            )
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            sys.modules[f"verifiers.rl_adapters.{name}"] = module
+            modules[name] = module
+    finally:
+        for name, previous in saved.items():
+            if previous is None:
+                sys.modules.pop(f"verifiers.rl_adapters.{name}", None)
+            else:
+                sys.modules[f"verifiers.rl_adapters.{name}"] = previous
+    return modules
+
+
+def adapter_overhead(
+    verifier: str,
+    repeats: int,
+    sandbox: str,
+    group: int = 1,
+    baseline: dict[str, ModuleType] | None = None,
+) -> list[dict[str, Any]]:
+    """Each adapter and the engine, measured round-robin (so drift hits all alike).
+
+    Every call gets task strings never seen before (see :func:`_fresh`).
+    """
     from verifiers.rl_adapters import openrlhf, verl
     from verifiers.rl_adapters.deepspeed import DeepSpeedReward
     from verifiers.rl_adapters.trl import TRLRewards
 
     settings = EngineSettings(sandbox=sandbox, workers=2, concurrency=8)  # type: ignore[arg-type]
-    prompts, completions, tasks = _rows(verifier)
+    prompts, completions, base_tasks = _rows(verifier, group)
     dict_items = [
         {"prompt": p, "completion": c, "task": json.loads(t)}
-        for p, c, t in zip(prompts, completions, tasks, strict=True)
+        for p, c, t in zip(prompts, completions, base_tasks, strict=True)
     ]
     loop = asyncio.new_event_loop()
     engine = Engine(settings)
@@ -80,9 +156,18 @@ def adapter_overhead(verifier: str, repeats: int, sandbox: str) -> list[dict[str
         "concurrency": 8,
         "machine_concurrency": None,
     }
-    infos = [{"task": t} for t in tasks]
     orlhf = openrlhf.make_reward_func(settings=settings, machine_concurrency=None)
+    closers: list[Callable[[], Any]] = [scorer.close, orlhf.scorer.close]  # type: ignore[attr-defined]
     queries = [p + " " + c for p, c in zip(prompts, completions, strict=True)]
+    tasks = _fresh(base_tasks, 0)
+    infos: list[dict[str, Any]] = [{"task": t} for t in tasks]
+
+    def engine_from_json() -> Any:
+        items = [
+            {"prompt": p, "completion": c, "task": json.loads(t)}
+            for p, c, t in zip(prompts, completions, tasks, strict=True)
+        ]
+        return loop.run_until_complete(engine.score(items))
 
     cases: dict[str, Callable[[], Any]] = {
         "engine.score (direct)": lambda: loop.run_until_complete(engine.score(dict_items)),
@@ -103,6 +188,35 @@ def adapter_overhead(verifier: str, repeats: int, sandbox: str) -> list[dict[str
             verl.compute_score("bench", c, None, i, **verl_kwargs)
             for c, i in zip(completions, infos, strict=True)
         ]
+    if baseline is not None:  # the same calls through the other version, same rounds
+        old_scorer = baseline["_scorer"].Scorer(settings, machine_concurrency=None)
+        old_trl = baseline["trl"].TRLRewards(asynchronous=False, scorer=old_scorer)
+        old_ds = baseline["deepspeed"].DeepSpeedReward(scorer=old_scorer)
+        old_verl = baseline["verl"]
+        old_orlhf = baseline["openrlhf"].make_reward_func(
+            settings=settings, machine_concurrency=None
+        )
+        closers.extend([old_scorer.close, old_orlhf.scorer.close])
+        cases["(before) TRL sync reward func"] = lambda: old_trl.funcs[0](
+            prompts=list(prompts), completions=list(completions), task=tasks
+        )
+        cases["(before) DeepSpeed reward_fn (tensors)"] = lambda: old_ds(
+            prompts, completions, tasks=tasks
+        )
+        cases["(before) veRL compute_score_batch"] = lambda: old_verl.compute_score_batch(
+            ["bench"] * N, completions, [None] * N, infos, **verl_kwargs
+        )
+        cases["(before) OpenRLHF reward_func (file mode)"] = lambda: old_orlhf(
+            queries, prompts, tasks
+        )
+        if verifier != "code.tests":
+            cases["(before) veRL compute_score (256 calls)"] = lambda: [
+                old_verl.compute_score("bench", c, None, i, **verl_kwargs)
+                for c, i in zip(completions, infos, strict=True)
+            ]
+    # the engine fed the same JSON task column, parsed row by row: what calling the engine
+    # "directly" from trainer-shaped inputs costs
+    cases["(engine.score + json.loads per row)"] = engine_from_json
 
     async def noop() -> None:
         return None
@@ -110,24 +224,33 @@ def adapter_overhead(verifier: str, repeats: int, sandbox: str) -> list[dict[str
     # the fixed cost every sync adapter call pays: one round trip to the engine's loop thread
     cases["(Scorer thread round trip, no work)"] = lambda: scorer._submit(noop()).result()
     samples: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
     for fn in cases.values():  # warm-up: workers, sandboxes, imports
         fn()
+    calls = 0
     for _ in range(repeats):
         for name, fn in cases.items():
-            started = time.perf_counter()
+            calls += 1
+            tasks = _fresh(base_tasks, calls)
+            infos = [{"task": t} for t in tasks]
+            started, cpu_started = time.perf_counter(), time.process_time()
             fn()
             samples[name].append(time.perf_counter() - started)
+            cpu[name].append(time.process_time() - cpu_started)
     loop.run_until_complete(engine.aclose())
     loop.close()
-    scorer.close()
-    orlhf.scorer.close()  # type: ignore[attr-defined]
+    for close in closers:
+        close()
     base = statistics.median(samples["engine.score (direct)"])
+    cpu_base = statistics.median(cpu["engine.score (direct)"])
     out: list[dict[str, Any]] = []
     for name, values in samples.items():
         median = statistics.median(values)
+        cpu_median = statistics.median(cpu[name])
         row = {
             "bench": "adapter_overhead",
             "verifier": verifier,
+            "group": group,
             "sandbox": sandbox,
             "adapter": name,
             "n": N,
@@ -136,6 +259,114 @@ def adapter_overhead(verifier: str, repeats: int, sandbox: str) -> list[dict[str
             "engine_s": round(base, 6),
             "ratio": round(median / base, 3),
             "overhead_ms_per_item": round(1000 * (median - base) / N, 4),
+            # CPU time of this process (all its threads; not worker processes): immune to
+            # other jobs preempting us, so the steadier measure for in-process verifiers
+            "cpu_median_s": round(cpu_median, 6),
+            "cpu_ratio": round(cpu_median / cpu_base, 3),
+            "cpu_overhead_us_per_item": round(1e6 * (cpu_median - cpu_base) / N, 2),
+        }
+        print(json.dumps(row), flush=True)
+        out.append(row)
+    return out
+
+
+def adapter_work(
+    repeats: int, group: int, baseline: dict[str, ModuleType] | None = None
+) -> list[dict[str, Any]]:
+    """The adapters' own CPU work per batch, without the engine: rows in, results out.
+
+    The end-to-end ratios above carry the engine's run-to-run noise (on a loaded machine,
+    larger than the adapters' whole cost); this isolates what the adapter code itself
+    spends: building the 256 rows from trainer-shaped inputs (fresh task strings every round)
+    and turning 256 ready results into what the trainer gets.
+    """
+    from verifiers.rl_adapters import _rows as rows_mod
+    from verifiers.rl_adapters import deepspeed, openrlhf, trl, verl
+
+    versions: dict[str, dict[str, ModuleType]] = {
+        "": {
+            "trl": trl,
+            "deepspeed": deepspeed,
+            "verl": verl,
+            "openrlhf": openrlhf,
+            "_rows": rows_mod,
+        }
+    }
+    if baseline is not None:
+        versions["(before) "] = baseline
+    prompts, completions, base_tasks = _rows("answer.numeric", group)
+    results = verifiers_score(
+        [
+            {"completion": c, "task": json.loads(t)}
+            for c, t in zip(completions, base_tasks, strict=True)
+        ]
+    )
+    verl_kwargs = {"sandbox": "none", "machine_concurrency": None}
+    tasks = _fresh(base_tasks, 0)
+    cases: dict[str, Callable[[], Any]] = {}
+    for label, mods in versions.items():
+
+        def trl_work(m: dict[str, ModuleType] = mods) -> Any:
+            rewards = m["trl"].TRLRewards.__new__(m["trl"].TRLRewards)
+            rewards.defaults = m["_rows"].TaskDefaults()
+            rewards.reference_column, rewards.id_column = "reference", "id"
+            rewards.items(prompts, completions, {"task": tasks})
+            return [m["_rows"].result_reward(r) for r in results]
+
+        def ds_work(m: dict[str, ModuleType] = mods) -> Any:
+            ds = m["deepspeed"].DeepSpeedReward.__new__(m["deepspeed"].DeepSpeedReward)
+            ds.defaults = m["_rows"].TaskDefaults()
+            ds.items(prompts, completions, tasks)
+            values = [m["_rows"].result_reward(r) for r in results]
+            return [math.nan if v is None else v for v in values], [v is not None for v in values]
+
+        def verl_work(m: dict[str, ModuleType] = mods) -> Any:
+            mod = m["verl"]
+            infos = [{"task": t} for t in tasks]
+            if hasattr(mod, "_Rows"):
+                r = mod._Rows(verl_kwargs)
+                [r.item("bench", c, None, i) for c, i in zip(completions, infos, strict=True)]
+                return mod._score_dicts(results, verl_kwargs)
+            [
+                mod._item("bench", c, None, i, verl_kwargs)
+                for c, i in zip(completions, infos, strict=True)
+            ]
+            return [mod.score_dict(r, verl_kwargs) for r in results]
+
+        def orlhf_work(m: dict[str, ModuleType] = mods) -> Any:
+            mod = m["openrlhf"]
+            scoring = mod.OpenRLHFScoring()
+            queries = [p + " " + c for p, c in zip(prompts, completions, strict=True)]
+            request = mod.OpenRLHFRequest(query=queries, prompts=prompts, labels=tasks)
+            scoring.items(request)
+            return scoring.response(results)
+
+        cases[f"{label}TRL rows + rewards"] = trl_work
+        cases[f"{label}DeepSpeed rows + values"] = ds_work
+        cases[f"{label}veRL batch rows + dicts"] = verl_work
+        cases[f"{label}OpenRLHF rows + response"] = orlhf_work
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for fn in cases.values():
+        fn()
+    calls = 0
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            calls += 1
+            tasks = _fresh(base_tasks, calls)
+            started = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - started)
+    out = []
+    for name, values in samples.items():
+        median = statistics.median(values)
+        row = {
+            "bench": "adapter_work",
+            "group": group,
+            "adapter": name,
+            "n": N,
+            "repeats": repeats,
+            "median_s": round(median, 6),
+            "us_per_item": round(1e6 * median / N, 3),
         }
         print(json.dumps(row), flush=True)
         out.append(row)
@@ -269,6 +500,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--duration", type=float, default=5.0)
     p.add_argument("--batch", type=int, default=16)
+    p.add_argument(
+        "--groups",
+        default="1,8",
+        help="completions per task string, comma-separated (1: all distinct; 8: GRPO-shaped)",
+    )
+    p.add_argument(
+        "--verifiers",
+        default="answer.numeric,answer.math",
+        help="inline/worker verifiers for the overhead part, comma-separated",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also measure another version of rl_adapters (a directory of its .py files)",
+    )
     p.add_argument("--skip-server", action="store_true")
     p.add_argument("--skip-overhead", action="store_true")
     p.add_argument(
@@ -279,10 +525,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     rows = []
-    for verifier in () if args.skip_overhead else ("answer.numeric", "answer.math"):
-        rows += adapter_overhead(verifier, args.repeats, "none")
+    groups = [int(g) for g in args.groups.split(",") if g.strip()]
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    verifiers = [v.strip() for v in args.verifiers.split(",") if v.strip()]
+    for verifier in () if args.skip_overhead else verifiers:
+        for group in groups:
+            rows += adapter_overhead(verifier, args.repeats, "none", group, baseline)
+    if not args.skip_overhead:
+        for group in groups:
+            rows += adapter_work(args.repeats, group, baseline)
     if args.code_repeats:
-        rows += adapter_overhead("code.tests", args.code_repeats, "local")
+        rows += adapter_overhead("code.tests", args.code_repeats, "local", 1, baseline)
     if not args.skip_server:
         rows += server_throughput(args.duration, args.batch)
     print(

@@ -13,6 +13,17 @@ instead of raising, so one broken row never sinks the batch; the rows are handed
 engine as dicts, which it validates once, like any input line (an invalid one becomes its own
 ``bad_input`` result there).
 
+Throughput: GRPO-style batches repeat one task string for every completion of a group, and
+veRL's per-sample calls see it again and again. A JSON task string is therefore parsed and
+validated in one step into a :class:`~verifiers.Task` (pydantic's JSON parser), memoised per
+distinct string (a bounded LRU; strings over 64 KiB are parsed every time), and that one
+frozen ``Task`` is shared by every row built from the string, so the engine validates the
+task once per string instead of once per completion. Whenever that fast path does not apply
+as it stands (the string is not a valid task, or its reference must be filled in from a
+column), the row takes the plain dict path and is judged exactly as before. Rows built from
+the same string share nested values (``spec``, ``reference``): treat items as read-only, as
+the engine does.
+
 Hugging Face ``datasets`` stores a dict column as an Arrow struct whose fields are the union
 over all rows, missing ones filled with ``None``; ``None`` values at the top level of a task
 dict are therefore read as "absent". A JSON string column round-trips exactly and is the
@@ -24,7 +35,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
+
+from pydantic import ValidationError
 
 from verifiers.types import Result, Task
 
@@ -71,10 +85,55 @@ class TaskDefaults:
         return task
 
 
+_PARSE_CACHE_ITEMS = 512
+_PARSE_CACHE_MAX_CHARS = 65_536
+
+
+@lru_cache(maxsize=_PARSE_CACHE_ITEMS)
+def _parse_cached(text: str | bytes) -> Any:
+    return json.loads(text)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads``, memoised for strings up to 64 KiB (see the module docstring).
+
+    Raises:
+        json.JSONDecodeError: ``text`` is not JSON (failures are not memoised).
+    """
+    if len(text) <= _PARSE_CACHE_MAX_CHARS:
+        return _parse_cached(text)
+    return json.loads(text)
+
+
+@lru_cache(maxsize=_PARSE_CACHE_ITEMS)
+def _task_cached(text: str | bytes) -> Task | None:
+    return _validate_task_json(text)
+
+
+def _validate_task_json(text: str | bytes) -> Task | None:
+    try:
+        return Task.model_validate_json(text)
+    except ValidationError:
+        return None
+
+
+def task_from_json(text: str | bytes) -> Task | None:
+    """A JSON task string parsed and validated in one step (memoised like :func:`parse_json`).
+
+    ``None`` when the text is not a valid task as it stands (not JSON, not an object, a
+    top-level ``null`` that the dict path would drop, ...): the caller then takes the dict
+    path, which reports the problem exactly as before. Where both succeed they agree: a
+    top-level ``null`` here means the field's default, which is what dropping it means.
+    """
+    if len(text) <= _PARSE_CACHE_MAX_CHARS:
+        return _task_cached(text)
+    return _validate_task_json(text)
+
+
 def _json_or_value(value: Any, what: str) -> Any:
     if isinstance(value, str | bytes):
         try:
-            return json.loads(value)
+            return parse_json(value)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{what} is not valid JSON: {exc.msg} at char {exc.pos}") from None
     return value
@@ -85,6 +144,14 @@ def _task_from(value: Any, reference: Any) -> Task | dict[str, Any]:
         if value.reference is None and reference is not MISSING and reference is not None:
             return value.model_copy(update={"reference": reference})
         return value
+    if isinstance(value, str | bytes):
+        # The fast path: one validated, shared Task per distinct string, so the engine does
+        # not validate the same task dict again for every completion of a group.
+        parsed = task_from_json(value)
+        if parsed is not None and (
+            parsed.reference is not None or reference is MISSING or reference is None
+        ):
+            return parsed
     raw = _json_or_value(value, "'task'")
     if not isinstance(raw, Mapping):
         raise ValueError(f"'task' must be an object, got {type(raw).__name__}")
@@ -124,6 +191,8 @@ def make_item(
 
     The dict is validated by the engine (once, like any input line); a row that fails that
     validation gets the engine's own ``bad_input`` result, so nothing here validates twice.
+    Its ``task`` is a dict, or a shared, already validated :class:`~verifiers.Task` when the
+    row's task was a ``Task`` or a valid JSON task string (see the module docstring).
     """
     row_id = None if id is None else str(id)
     try:

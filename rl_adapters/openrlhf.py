@@ -39,7 +39,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from verifiers.rl_adapters._rows import MISSING, TaskDefaults, make_item, result_reward
+from verifiers.rl_adapters._rows import (
+    MISSING,
+    TaskDefaults,
+    make_item,
+    parse_json,
+    result_reward,
+    task_from_json,
+)
 from verifiers.rl_adapters._scorer import MachineConcurrency, Scorer
 
 from verifiers.engine import EngineSettings
@@ -99,8 +106,11 @@ def _label_task(label: Any) -> tuple[Any, Any]:
     """``(task, reference)`` from one label."""
     value = label
     if isinstance(label, str) and label.lstrip().startswith("{"):
+        task = task_from_json(label)  # a valid task string: validated once, shared
+        if task is not None:
+            return task, MISSING
         try:
-            value = json.loads(label)
+            value = parse_json(label)
         except json.JSONDecodeError:
             value = label
     if isinstance(value, Mapping) and ("verifier" in value or "checks" in value):
@@ -118,6 +128,10 @@ def response_text(query: str, prompt: str | None, eos_tokens: Sequence[str]) -> 
             at = text.find(prompt)
             if at >= 0:
                 text = text[at + len(prompt) :]
+    tokens = eos_tokens if type(eos_tokens) is tuple else tuple(eos_tokens)
+    text = text.rstrip()
+    if not text.endswith(tokens):  # the common case (no end token left), in one check
+        return text
     stripped = True
     while stripped:
         stripped = False

@@ -49,8 +49,25 @@ _scorers: dict[str, Scorer] = {}
 _scorers_lock = threading.Lock()
 
 
+_SCORER_KEYS = _SETTING_KEYS | {"machine_concurrency", "machine_key"}
+_by_kwargs: dict[tuple[tuple[str, type, Any], ...], Scorer] = {}
+
+
 def _scorer(kwargs: Mapping[str, Any]) -> Scorer:
-    """One process-wide scorer per distinct engine configuration."""
+    """One process-wide scorer per distinct engine configuration.
+
+    veRL's per-sample ``compute_score`` asks for it on every call with the same kwargs, so
+    the (hashable) kwargs that pick the scorer are memoised in front of the canonical JSON
+    key.
+    """
+    fast: tuple[tuple[str, type, Any], ...] | None
+    fast = tuple(sorted((k, type(v), v) for k, v in kwargs.items() if k in _SCORER_KEYS))
+    try:
+        scorer = _by_kwargs.get(fast)
+    except TypeError:  # an unhashable value: the canonical key only
+        scorer, fast = None, None
+    if scorer is not None:
+        return scorer
     overrides = {k: kwargs[k] for k in _SETTING_KEYS if k in kwargs}
     machine: MachineConcurrency = kwargs.get("machine_concurrency", "auto")
     machine_key = str(kwargs.get("machine_key", "default"))
@@ -64,7 +81,68 @@ def _scorer(kwargs: Mapping[str, Any]) -> Scorer:
                 machine_key=machine_key,
             )
             _scorers[key] = scorer
+        if fast is not None:
+            if len(_by_kwargs) >= 256:  # e.g. a NaN value never matches itself: stay bounded
+                _by_kwargs.clear()
+            _by_kwargs[fast] = scorer
         return scorer
+
+
+class _Rows:
+    """What every sample of one call shares: the reward kwargs, read once.
+
+    ``compute_score_batch`` builds one for the whole batch, so the per-sample work is the
+    row itself (veRL passes the same kwargs to every sample).
+    """
+
+    def __init__(self, kwargs: Mapping[str, Any]) -> None:
+        by_source = kwargs.get("verifiers_by_source") or {}
+        self.by_source: Mapping[Any, Any] = by_source if isinstance(by_source, Mapping) else {}
+        self.verifier = kwargs.get("verifier")
+        self.spec = kwargs.get("spec")
+        self._defaults: dict[Any, TaskDefaults] = {}
+
+    def defaults(self, data_source: Any) -> TaskDefaults:
+        verifier = self.verifier
+        if data_source in self.by_source:
+            verifier = self.by_source[data_source]
+        try:
+            return self._defaults[verifier]
+        except (KeyError, TypeError):  # TypeError: an unhashable verifier value
+            defaults = TaskDefaults(verifier=verifier, spec=self.spec)
+            try:
+                self._defaults[verifier] = defaults
+            except TypeError:
+                pass
+            return defaults
+
+    def item(
+        self,
+        data_source: Any,
+        solution_str: str,
+        ground_truth: Any,
+        extra_info: Mapping[str, Any] | None,
+    ) -> dict[str, Any] | Result:
+        info = extra_info if isinstance(extra_info, Mapping) else {}
+        task: Any = MISSING
+        reference: Any = ground_truth
+        if info.get("task") is not None:
+            task = info["task"]
+        elif isinstance(ground_truth, Mapping) and (
+            "verifier" in ground_truth or "checks" in ground_truth
+        ):
+            task, reference = dict(ground_truth), MISSING
+        row_id = info.get("id", info.get("index"))
+        prompt = info.get("prompt")
+        return make_item(
+            completion=solution_str,
+            prompt=prompt if isinstance(prompt, str) else None,
+            task=task,
+            reference=reference,
+            id=row_id,
+            metadata={"data_source": str(data_source)},
+            defaults=self.defaults(data_source),
+        )
 
 
 def _item(
@@ -74,41 +152,29 @@ def _item(
     extra_info: Mapping[str, Any] | None,
     kwargs: Mapping[str, Any],
 ) -> dict[str, Any] | Result:
-    info = extra_info if isinstance(extra_info, Mapping) else {}
-    by_source = kwargs.get("verifiers_by_source") or {}
-    verifier = kwargs.get("verifier")
-    if isinstance(by_source, Mapping) and data_source in by_source:
-        verifier = by_source[data_source]
-    defaults = TaskDefaults(verifier=verifier, spec=kwargs.get("spec"))
-    task: Any = MISSING
-    reference: Any = ground_truth
-    if info.get("task") is not None:
-        task = info["task"]
-    elif isinstance(ground_truth, Mapping) and (
-        "verifier" in ground_truth or "checks" in ground_truth
-    ):
-        task, reference = dict(ground_truth), MISSING
-    row_id = info.get("id", info.get("index"))
-    return make_item(
-        completion=solution_str,
-        prompt=info.get("prompt") if isinstance(info.get("prompt"), str) else None,
-        task=task,
-        reference=reference,
-        id=row_id,
-        metadata={"data_source": str(data_source)},
-        defaults=defaults,
-    )
+    return _Rows(kwargs).item(data_source, solution_str, ground_truth, extra_info)
 
 
 def score_dict(result: Result, kwargs: Mapping[str, Any]) -> dict[str, float]:
     """The dict veRL receives for one result (see the module docstring)."""
+    return _score_dict(
+        result, float(kwargs.get("invalid_score", math.nan)), kwargs.get("components")
+    )
+
+
+def _score_dicts(results: Sequence[Result], kwargs: Mapping[str, Any]) -> list[dict[str, float]]:
+    """:func:`score_dict` for each result, reading ``kwargs`` once."""
     invalid = float(kwargs.get("invalid_score", math.nan))
+    fixed: Sequence[str] | None = kwargs.get("components")
+    return [_score_dict(r, invalid, fixed) for r in results]
+
+
+def _score_dict(result: Result, invalid: float, fixed: Sequence[str] | None) -> dict[str, float]:
     reward = result_reward(result)
     out: dict[str, float] = {
         "score": invalid if reward is None else float(reward),
         "valid": 0.0 if reward is None else 1.0,
     }
-    fixed: Sequence[str] | None = kwargs.get("components")
     names = list(fixed) if fixed is not None else sorted(result.components)
     for name in names:
         value = result.components.get(name)
@@ -164,8 +230,9 @@ def compute_score_batch(
 ) -> list[dict[str, float]]:
     """veRL's ``batch`` reward manager form: the whole batch in one engine pass."""
     infos: Sequence[Mapping[str, Any] | None] = extra_infos or [None] * len(solution_strs)
+    rows = _Rows(kwargs)
     items = [
-        _item(ds, sol, gt, info, kwargs)
+        rows.item(ds, sol, gt, info)
         for ds, sol, gt, info in zip(data_sources, solution_strs, ground_truths, infos, strict=True)
     ]
-    return [score_dict(r, kwargs) for r in _scorer(kwargs).score(items)]
+    return _score_dicts(_scorer(kwargs).score(items), kwargs)
