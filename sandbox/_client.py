@@ -3,12 +3,20 @@
 Backends (local, docker) only know how to *start* and *kill* a worker (a runner process with a
 byte channel to it); everything else — framing, timeouts from the host, recycling, the
 session lifecycle — lives here so both behave the same.
+
+Round trips are what a short job pays for (each is two wake-ups on a loaded machine), so a
+session sends as few as it can: ``begin`` and ``write_files`` are queued and travel in one
+``batch`` frame with the next ``exec`` (or ``read_file``); ``end`` is sent at ``close`` without
+waiting, and its reply is read in front of the worker's next reply. A typical session
+(``begin``, writes, one ``exec``, ``end``) is one round trip. Read-only files of 1 KiB or more
+are sent once per worker and named by their SHA-256 afterwards (the runner keeps them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from abc import ABC, abstractmethod
@@ -31,9 +39,11 @@ log = logging.getLogger("verifiers.sandbox")
 class RunnerLost(Exception):
     """The runner stopped answering (died, was killed, or broke the protocol)."""
 
-    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+    def __init__(self, message: str, *, timed_out: bool = False, stale: bool = False) -> None:
         super().__init__(message)
         self.timed_out = timed_out
+        self.stale = stale
+        """Lost before it answered an earlier request: nothing sent since then ran."""
 
 
 class Channel(ABC):
@@ -61,6 +71,13 @@ class Worker(ABC):
         self.sessions = 0
         self.broken: str | None = None
         self.hello: dict[str, Any] = {}
+        self.begun = 0
+        """Sessions begun on this runner (its work dirs are ``<root>/job<n>``)."""
+        self.kept: dict[str, int] = {}
+        """SHA-256 -> size of the read-only files the runner keeps for us."""
+        self.unread = False
+        """A posted request (``end``) whose reply has not been read yet."""
+        self.last_end: dict[str, Any] = {}
         self._lock = asyncio.Lock()
 
     @property
@@ -93,6 +110,12 @@ class Worker(ABC):
         async with self._lock:
             try:
                 await self.channel.write(encode_frame(message))
+            except (EOFError, OSError) as exc:  # gone before it could read this request
+                self.broken = f"runner connection lost: {type(exc).__name__}: {exc}"
+                raise RunnerLost(self.broken, stale=True) from None
+            try:
+                if self.unread:
+                    await self._read_posted(timeout)
                 return await asyncio.wait_for(self._read_frame(), timeout)
             except TimeoutError:
                 self.broken = f"no reply within {timeout:.1f}s"
@@ -101,6 +124,39 @@ class Worker(ABC):
                 self.broken = str(exc)
                 raise
             except (EOFError, OSError, ValueError, asyncio.IncompleteReadError) as exc:
+                self.broken = f"runner connection lost: {type(exc).__name__}: {exc}"
+                raise RunnerLost(self.broken) from None
+
+    async def _read_posted(self, timeout: float) -> None:
+        """The reply to the posted request, read ahead of the next one's."""
+        try:
+            self.last_end = await asyncio.wait_for(self._read_frame(), timeout)
+        except TimeoutError:
+            self.broken = f"no reply to an earlier request within {timeout:.1f}s"
+        except RunnerLost as exc:
+            self.broken = str(exc)
+        except (EOFError, OSError, ValueError, asyncio.IncompleteReadError) as exc:
+            self.broken = f"runner connection lost: {type(exc).__name__}: {exc}"
+        else:
+            self.unread = False
+            return
+        raise RunnerLost(self.broken, stale=True)
+
+    async def post(self, message: dict[str, Any]) -> None:
+        """Send a request without waiting: its reply is read in front of the next call's.
+
+        Raises:
+            RunnerLost: the runner is gone.
+        """
+        if self.broken is not None:
+            raise RunnerLost(f"worker already broken: {self.broken}")
+        async with self._lock:
+            try:
+                if self.unread:
+                    await self._read_posted(60.0)
+                await self.channel.write(encode_frame(message))
+                self.unread = True
+            except (EOFError, OSError) as exc:
                 self.broken = f"runner connection lost: {type(exc).__name__}: {exc}"
                 raise RunnerLost(self.broken) from None
 
@@ -113,8 +169,41 @@ def _limits_payload(limits: Limits) -> dict[str, Any]:
     return limits.model_dump()
 
 
+_KEEP_MIN = 1024
+"""Read-only files this big or bigger are kept by the runner and named by hash afterwards."""
+_KEEP_PER_WORKER = 16 << 20
+"""Most bytes of kept files per runner (it holds them in memory); past this, files travel."""
+_digests: dict[int, tuple[bytes, str]] = {}
+
+
+def _digest(data: bytes) -> str:
+    """SHA-256 of ``data``, remembered per object: the same constant judge bytes every time."""
+    known = _digests.get(id(data))
+    if known is not None and known[0] is data:
+        return known[1]
+    digest = hashlib.sha256(data).hexdigest()
+    if len(_digests) >= 256:
+        _digests.clear()
+    _digests[id(data)] = (data, digest)
+    return digest
+
+
+def _check_path(name: str) -> None:
+    """Refuse at once what the runner would refuse later (the write itself is deferred)."""
+    if not isinstance(name, str) or not name or name.startswith("/") or "\x00" in name:
+        raise BadInput(f"cannot write sandbox files: bad path {name!r}")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise BadInput(f"cannot write sandbox files: path escapes the work dir: {name!r}")
+
+
 class RunnerSandbox(Sandbox):
-    """A :class:`Sandbox` backed by one runner worker for the length of one session."""
+    """A :class:`Sandbox` backed by one runner worker for the length of one session.
+
+    ``begin`` and ``write_files`` are queued and sent in one ``batch`` frame with the next
+    ``exec`` or ``read_file``; errors of a queued write are raised there. ``close`` posts
+    ``end`` without waiting for it.
+    """
 
     def __init__(
         self,
@@ -122,13 +211,18 @@ class RunnerSandbox(Sandbox):
         limits: Limits,
         settings: SandboxSettings,
         release: Callable[[Worker, bool], Awaitable[None]],
+        acquire: Callable[[], Awaitable[Worker]] | None = None,
     ) -> None:
         self._worker = worker
         self._limits = limits
         self._settings = settings
         self._release = release
+        self._acquire = acquire
         self._closed = False
         self._tainted: str | None = None
+        self._queued: list[tuple[dict[str, bytes], bool]] = []
+        self._begin_queued = False
+        self._begun = False
         self.workdir = ""
 
     @property
@@ -137,19 +231,125 @@ class RunnerSandbox(Sandbox):
         return self._limits
 
     async def begin(self) -> None:
-        """Create the fresh work directory for this session."""
-        try:
-            reply = await self._worker.call({"op": "begin"}, self._settings.start_timeout_s)
-        except RunnerLost as exc:
-            raise SandboxUnavailable(f"sandbox runner failed at session start: {exc}") from None
-        if not reply.get("ok"):
-            self._tainted = str(reply.get("error"))
-            raise InfraError(f"sandbox runner refused a session: {reply.get('error')}")
-        self.workdir = str(reply.get("workdir", ""))
+        """Claim a fresh work directory for this session (sent with the first request)."""
+        self._begin_queued = True
+        self._predict_workdir()
+
+    def _predict_workdir(self) -> None:
+        # The runner names work dirs by its session count, and only we begin sessions.
+        root = str(self._worker.hello.get("root", ""))
+        self.workdir = f"{root}/job{self._worker.begun + 1}" if root else ""
 
     def _check_open(self) -> None:
         if self._closed:
             raise InfraError("sandbox session is closed")
+
+    def _pending_bytes(self) -> int:
+        return sum(len(d) for files, _ in self._queued for d in files.values())
+
+    def _wire_ops(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The queued requests as sent now, and the hashes they ask the runner to keep."""
+        ops: list[dict[str, Any]] = []
+        keeping: dict[str, int] = {}
+        if self._begin_queued:
+            ops.append({"op": "begin"})
+        budget = _KEEP_PER_WORKER - sum(self._worker.kept.values())
+        for files, readonly in self._queued:
+            payload: dict[str, Any] = {}
+            for name, data in files.items():
+                if not readonly or len(data) < _KEEP_MIN:
+                    payload[name] = b64(data)
+                    continue
+                digest = _digest(data)
+                if digest in self._worker.kept or digest in keeping:
+                    payload[name] = {"sha": digest}
+                elif len(data) <= budget:
+                    payload[name] = {"b64": b64(data), "keep": digest}
+                    keeping[digest] = len(data)
+                    budget -= len(data)
+                else:
+                    payload[name] = b64(data)
+            ops.append({"op": "write", "files": payload, "readonly": readonly})
+        return ops, keeping
+
+    async def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send the queued requests and ``message`` in one frame; ``message``'s reply.
+
+        Raises:
+            RunnerLost: the runner died or timed out while running them.
+            BadInput: a queued write was refused.
+            InfraError: a queued request failed in the runner.
+            SandboxUnavailable: no healthy runner could take the session.
+        """
+        timeout += self._pending_bytes() / 20e6
+        for _ in range(4):
+            queued, keeping = self._wire_ops()
+            if not queued:
+                return await self._worker.call(message, timeout)
+            try:
+                reply = await self._worker.call({"op": "batch", "ops": [*queued, message]}, timeout)
+            except RunnerLost as exc:
+                if not (exc.stale and self._begin_queued):
+                    raise
+                await self._switch_worker(str(exc))  # nothing of ours ran: try a fresh one
+                continue
+            if not reply.get("ok"):
+                self._tainted = str(reply.get("error"))
+                raise InfraError(f"sandbox runner refused a batch: {reply.get('error')}")
+            replies = list(reply.get("replies") or [])
+            if queued[0]["op"] == "begin" and replies and replies[0].get("ok"):
+                self.workdir = str(replies[0].get("workdir", self.workdir))
+            for index, sub in enumerate(replies[: len(queued)]):
+                if sub.get("ok"):
+                    continue
+                kind = sub.get("kind")
+                if queued[index]["op"] == "begin":
+                    if kind == "tainted" and self._acquire is not None:
+                        await self._switch_worker(str(sub.get("error")))
+                        break
+                    self._tainted = str(sub.get("error"))
+                    raise InfraError(f"sandbox runner refused a session: {sub.get('error')}")
+                self._after_batch(queued, index, keeping)
+                if kind == "cache_miss":  # the runner lost what we thought it kept: resend
+                    self._worker.kept.clear()
+                    break
+                self._queued.clear()  # the session is in doubt: queued writes go nowhere
+                if kind in ("bad_path", "bad_request"):
+                    raise BadInput(f"cannot write sandbox files: {sub.get('error')}")
+                self._tainted = str(sub.get("error"))
+                raise InfraError(f"sandbox runner failed to write files: {sub.get('error')}")
+            else:
+                self._after_batch(queued, len(queued), keeping)
+                if len(replies) != len(queued) + 1:
+                    self._tainted = "short batch reply"
+                    raise InfraError("sandbox runner sent a short batch reply")
+                return dict(replies[-1])
+        raise SandboxUnavailable("no sandbox runner could start the session")
+
+    def _after_batch(
+        self, queued: list[dict[str, Any]], done: int, keeping: dict[str, int]
+    ) -> None:
+        """Forget the queued requests that ran (the first ``done``) and record kept files."""
+        if done and queued[0]["op"] == "begin":
+            self._begin_queued = False
+            self._begun = True
+            self._worker.begun += 1
+            done -= 1
+        if done >= len(self._queued):
+            self._worker.kept.update(keeping)
+        del self._queued[:done]
+
+    async def _switch_worker(self, why: str) -> None:
+        """Recycle a worker that failed before anything of this session ran; take another."""
+        if self._acquire is None:
+            raise SandboxUnavailable(f"sandbox runner failed at session start: {why}")
+        log.debug("sandbox worker %s recycled at session start: %s", self._worker.name, why)
+        # Until a new worker is ours, close() must not release the old one a second time.
+        self._closed = True
+        await self._release(self._worker, False)
+        self._worker = await self._acquire()
+        self._closed = False
+        self._predict_workdir()
 
     async def exec(
         self,
@@ -189,7 +389,7 @@ class RunnerSandbox(Sandbox):
         started = time.monotonic()
         host_timeout = budget + self._settings.host_grace_s + lim.output_bytes / 50e6
         try:
-            reply = await self._worker.call(request, host_timeout)
+            reply = await self._request(request, host_timeout)
         except RunnerLost as exc:
             # Only the job could have made the runner go away mid-job (it cannot be reached
             # otherwise), so this is the job's failure: a result, never a pass.
@@ -224,15 +424,11 @@ class RunnerSandbox(Sandbox):
 
     async def write_files(self, files: dict[str, bytes | str], *, readonly: bool = False) -> None:
         self._check_open()
-        payload = {
-            name: b64(data.encode("utf-8") if isinstance(data, str) else bytes(data))
-            for name, data in files.items()
-        }
-        reply = await self._call({"op": "write", "files": payload, "readonly": readonly})
-        if not reply.get("ok"):
-            if reply.get("kind") in ("bad_path", "bad_request"):
-                raise BadInput(f"cannot write sandbox files: {reply.get('error')}")
-            raise InfraError(f"sandbox runner failed to write files: {reply.get('error')}")
+        batch: dict[str, bytes] = {}
+        for name, data in files.items():
+            _check_path(name)
+            batch[name] = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        self._queued.append((batch, readonly))
 
     async def read_file(self, path: str, *, max_bytes: int = 64 << 20) -> bytes:
         self._check_open()
@@ -248,7 +444,7 @@ class RunnerSandbox(Sandbox):
 
     async def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
-            return await self._worker.call(message, self._settings.start_timeout_s)
+            return await self._request(message, self._settings.start_timeout_s)
         except RunnerLost as exc:
             self._tainted = str(exc)
             raise InfraError(f"sandbox runner lost: {exc}") from None
@@ -257,11 +453,14 @@ class RunnerSandbox(Sandbox):
         if self._closed:
             return
         self._closed = True
-        clean = False
-        if self._worker.broken is None:
+        self._queued.clear()  # never sent: nothing ran that could read them
+        clean = self._worker.broken is None
+        if self._begun and clean:
             try:
-                reply = await self._worker.call({"op": "end"}, self._settings.start_timeout_s)
-                clean = bool(reply.get("ok")) and bool(reply.get("clean"))
+                # The reply (was everything of the job killed, the work dir removed?) is read
+                # in front of the worker's next reply; a runner that failed refuses the next
+                # session, which then moves to a fresh worker before anything of it runs.
+                await self._worker.post({"op": "end"})
             except RunnerLost:
                 clean = False
         await self._release(self._worker, clean and self._tainted is None)
@@ -434,7 +633,7 @@ async def pooled_session(
 ) -> AsyncIterator[RunnerSandbox]:
     """Borrow a worker for one session; the work dir is wiped and the worker returned after."""
     worker = await pool.acquire(key)
-    sandbox = RunnerSandbox(worker, limits, settings, pool.release)
+    sandbox = RunnerSandbox(worker, limits, settings, pool.release, lambda: pool.acquire(key))
     try:
         await sandbox.begin()
         yield sandbox

@@ -93,9 +93,10 @@ class CodeTests(Verifier[CodeTestsSpec]):
             memory_mb=spec.memory_mb + JUDGE_MEMORY_MB,
             output_bytes=sandbox_output,
         ) as sb:
-            # One write (one round trip): the candidate's file, then the judge's files (after
-            # and over anything named like them), all read-only, so the job can change neither
-            # the judge nor the program the io cases run.
+            # One write: the candidate's file, then the judge's files (after and over anything
+            # named like them), all read-only, so the job can change neither the judge nor the
+            # program the io cases run. The sandbox sends it in the exec's frame (one round
+            # trip per sample) and the constant judge files only once per runner.
             await sb.write_files({lang.source_file: code, **judge_files(lang)}, readonly=True)
             res = await sb.exec(
                 list(lang.judge_argv),

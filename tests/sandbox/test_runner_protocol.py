@@ -194,3 +194,92 @@ def test_python_fast_path_limits_and_timeouts(runner: RunnerProcess) -> None:
     assert reply["fast"] and reply["oom_killed"] and reply["returncode"] == 1
     again = _exec(runner, [PY, "-c", "print('still fine')"])
     assert again["fast"] and unb64(again["stdout"]) == b"still fine\n"
+
+
+def test_fast_path_spec_larger_than_a_pipe_buffer(runner: RunnerProcess) -> None:
+    runner.call(op="begin")
+    code = "x = 1\n" + "#" * 300_000 + "\nprint('big', x)"
+    reply = _exec(runner, [PY, "-c", code])
+    assert reply["fast"] is True and unb64(reply["stdout"]) == b"big 1\n"
+
+
+def test_batch_runs_in_order_and_stops_at_the_first_failure(runner: RunnerProcess) -> None:
+    reply = runner.call(
+        op="batch",
+        ops=[
+            {"op": "begin"},
+            {"op": "write", "files": {"in.txt": b64(b"abc")}, "readonly": True},
+            {"op": "exec", "argv": [PY, "-c", "print(open('in.txt').read()[::-1])"]},
+        ],
+    )
+    assert reply["ok"], reply
+    begin, write, run = reply["replies"]
+    assert begin["ok"] and write["ok"] and write["written"] == 3
+    assert run["ok"] and unb64(run["stdout"]) == b"cba\n"
+    reply = runner.call(
+        op="batch",
+        ops=[
+            {"op": "write", "files": {"../x": b64(b"no")}},
+            {"op": "exec", "argv": ["/bin/true"]},
+        ],
+    )
+    assert reply["ok"] and len(reply["replies"]) == 1  # the exec never ran
+    assert reply["replies"][0]["kind"] == "bad_path"
+    assert runner.call(op="batch", ops=[{"op": "batch", "ops": []}])["kind"] == "bad_request"
+    assert runner.call(op="batch", ops="begin")["kind"] == "bad_request"
+
+
+def test_kept_files_are_written_fresh_and_readonly_in_each_session(
+    runner: RunnerProcess,
+) -> None:
+    import hashlib
+
+    data = b"judge source " * 200
+    digest = hashlib.sha256(data).hexdigest()
+    runner.call(op="begin")
+    miss = runner.call(op="write", files={"j.py": {"sha": digest}}, readonly=True)
+    assert miss["ok"] is False and miss["kind"] == "cache_miss"
+    forged = runner.call(
+        op="write", files={"j.py": {"b64": b64(b"x"), "keep": digest}}, readonly=True
+    )
+    assert forged["ok"] is False and forged["kind"] == "bad_request"
+    kept = {"b64": b64(data), "keep": digest}
+    assert runner.call(op="write", files={"j.py": kept}, readonly=True)["ok"]
+    runner.call(op="end")
+    for _ in range(2):
+        runner.call(op="begin")
+        assert runner.call(op="write", files={"d/j.py": {"sha": digest}}, readonly=True)["ok"]
+        probe = (
+            "import os\n"
+            "st = os.stat('d/j.py')\n"
+            "print(open('d/j.py', 'rb').read() == " + repr(data) + ", oct(st.st_mode & 0o777), "
+            "st.st_uid == os.getuid())\n"
+            "try:\n    os.remove('d/j.py')\nexcept OSError:\n    print('kept safe')\n"
+        )
+        reply = _exec(runner, [PY, "-c", probe])
+        assert unb64(reply["stdout"]) == b"True 0o444 False\nkept safe\n", reply
+        runner.call(op="end")
+    # Only read-only files are kept: a writable one with a hash is written but not kept.
+    runner.call(op="begin")
+    other = b"y" * 2000
+    other_digest = hashlib.sha256(other).hexdigest()
+    assert runner.call(op="write", files={"w": {"b64": b64(other), "keep": other_digest}})["ok"]
+    assert runner.call(op="write", files={"w2": {"sha": other_digest}})["kind"] == "cache_miss"
+
+
+def test_unclean_end_taints_the_runner(tmp_path: Any) -> None:
+    """After an ``end`` that left something behind, the runner takes no further session."""
+    from verifiers.sandbox._runner import RequestError, Runner
+
+    runner = Runner.__new__(Runner)  # the logic only: no fds, signals or zygote needed
+    runner.tainted = None
+    runner.workdir = str(tmp_path / "job1")
+    os.mkdir(runner.workdir)
+    runner.sweep = lambda pgid: 1  # type: ignore[method-assign]  # a job process survived
+    assert runner.dispatch({"op": "end"}) == {"clean": False, "leftover": 1}
+    for op in ("begin", "exec", "write", "read"):
+        with pytest.raises(RequestError) as refused:
+            runner.dispatch({"op": op})
+        assert refused.value.kind == "tainted"
+    reply = runner.handle({"op": "batch", "ops": [{"op": "begin"}, {"op": "exec"}]})
+    assert [r["kind"] for r in reply["replies"]] == ["tainted"]

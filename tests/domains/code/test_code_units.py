@@ -211,7 +211,7 @@ def test_issue_spec_shapes_validate() -> None:
 
 def test_spec_defaults_and_rejections() -> None:
     spec = CodeTestsSpec.model_validate(
-        {"tests": {"kind": "call", "entry_point": "f", "cases": [{"args": []}]}}
+        {"tests": {"kind": "call", "entry_point": "f", "cases": [{"args": [], "expected": 1}]}}
     )
     assert (spec.timeout_s, spec.memory_mb, spec.partial_credit, spec.per_test_timeout) == (
         30.0,

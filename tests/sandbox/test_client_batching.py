@@ -1,0 +1,158 @@
+"""The host client's round-trip savings: queued requests travel in one frame, ``end`` is
+posted without waiting, constant read-only files travel once per runner. Real runners (the
+local backend without namespaces, so these run everywhere) plus a scripted worker for the
+recovery path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from verifiers.sandbox import Limits, SandboxSettings
+from verifiers.sandbox._client import Channel, RunnerSandbox, Worker
+from verifiers.sandbox._local import LocalProvider, _system_python
+from verifiers.sandbox._runner import HEADER, b64
+
+PY = _system_python()
+
+
+def _frames(chunks: list[bytes]) -> list[dict[str, Any]]:
+    data = b"".join(chunks)
+    out = []
+    while data:
+        (size,) = HEADER.unpack(data[: HEADER.size])
+        out.append(json.loads(data[HEADER.size : HEADER.size + size]))
+        data = data[HEADER.size + size :]
+    return out
+
+
+def test_a_session_is_one_frame_and_constant_files_travel_once() -> None:
+    judge = b"# a constant judge\n" * 400  # 7.6 KB, read-only: kept by the runner
+
+    async def main() -> list[list[dict[str, Any]]]:
+        provider = LocalProvider(SandboxSettings(local_isolation="none", pool_size=1))
+        sessions: list[list[dict[str, Any]]] = []
+        try:
+            for i in range(3):
+                async with provider.session("python") as sb:
+                    sent: list[bytes] = []
+                    channel = sb._worker.channel
+                    original = channel.write
+
+                    async def write(
+                        data: bytes, original: Any = original, sent: list[bytes] = sent
+                    ) -> None:
+                        sent.append(data)
+                        await original(data)
+
+                    channel.write = write  # type: ignore[method-assign]
+                    await sb.write_files({"solution.py": f"print({i})"})
+                    await sb.write_files({".judge/j.py": judge}, readonly=True)
+                    code = (
+                        "import os, runpy\n"
+                        "st = os.stat('.judge/j.py')\n"
+                        "print(st.st_size, oct(st.st_mode & 0o777), st.st_uid == os.getuid())\n"
+                        "runpy.run_path('solution.py')\n"
+                    )
+                    result = await sb.exec([PY, "-c", code])
+                    assert result.ok, result
+                    assert result.stdout == f"{len(judge)} 0o444 False\n{i}\n".encode()
+                    assert await sb.read_file("solution.py") == f"print({i})".encode()
+                channel.write = original  # type: ignore[method-assign]
+                sessions.append(_frames(sent))
+        finally:
+            await provider.close()
+        return sessions
+
+    sessions = asyncio.run(main())
+    for i, frames in enumerate(sessions):
+        # begin + 2 writes + exec in one frame; the read alone; end posted at close
+        assert [f["op"] for f in frames] == ["batch", "read", "end"], frames
+        ops = frames[0]["ops"]
+        assert [o["op"] for o in ops] == ["begin", "write", "write", "exec"]
+        kept = ops[2]["files"][".judge/j.py"]
+        if i == 0:
+            assert set(kept) == {"b64", "keep"}
+        else:
+            assert set(kept) == {"sha"}  # named by hash: 64 bytes instead of 10 KB
+            assert len(json.dumps(frames[0])) < 1500
+
+
+class _NoChannel(Channel):
+    async def read_exactly(self, size: int) -> bytes:
+        raise EOFError
+
+    async def write(self, data: bytes) -> None:
+        raise OSError("scripted worker has no channel")
+
+    def close(self) -> None:
+        pass
+
+
+class _Scripted(Worker):
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        super().__init__(_NoChannel(), "key")
+        self.hello = {"root": "/work"}
+        self.replies = replies
+        self.sent: list[dict[str, Any]] = []
+
+    async def call(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self.sent.append(message)
+        return self.replies.pop(0)
+
+    async def post(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+    async def kill(self) -> None:
+        self.broken = "killed"
+
+
+def test_a_tainted_runner_hands_the_session_to_a_fresh_one_before_anything_runs() -> None:
+    ran = {"ok": True, "returncode": 0, "stdout": b64(b"hi\n"), "stderr": "", "truncated": False}
+    ran |= {"timed_out": False, "oom_killed": False, "duration_s": 0.01, "cpu_s": 0.0}
+    ran |= {"peak_memory_mb": 1.0, "leftover": 0}
+    refused = {"ok": False, "kind": "tainted", "error": "1 job processes survived"}
+    bad = _Scripted([{"ok": True, "replies": [refused]}])
+    bad.begun = 4
+    good = _Scripted(
+        [{"ok": True, "replies": [{"ok": True, "workdir": "/work/job1"}, {"ok": True}, ran]}]
+    )
+    released: list[tuple[Worker, bool]] = []
+
+    async def release(worker: Worker, reusable: bool) -> None:
+        released.append((worker, reusable))
+
+    async def acquire() -> Worker:
+        return good
+
+    async def main() -> None:
+        sb = RunnerSandbox(bad, Limits(), SandboxSettings(), release, acquire)
+        await sb.begin()
+        assert sb.workdir == "/work/job5"
+        await sb.write_files({"a.txt": "1"})
+        result = await sb.exec(["cat", "a.txt"])
+        assert result.stdout == b"hi\n" and sb.workdir == "/work/job1"
+        assert released == [(bad, False)]  # recycled, never reused
+        assert [o["op"] for o in good.sent[0]["ops"]] == ["begin", "write", "exec"]
+        await sb.close()
+        assert good.sent[-1] == {"op": "end"} and released[-1] == (good, True)
+
+    asyncio.run(main())
+
+
+def test_a_session_that_sends_nothing_costs_nothing() -> None:
+    worker = _Scripted([])
+    released: list[tuple[Worker, bool]] = []
+
+    async def release(w: Worker, reusable: bool) -> None:
+        released.append((w, reusable))
+
+    async def main() -> None:
+        sb = RunnerSandbox(worker, Limits(), SandboxSettings(), release)
+        await sb.begin()
+        await sb.write_files({"unused.txt": "x"})
+        await sb.close()
+
+    asyncio.run(main())
+    assert worker.sent == [] and released == [(worker, True)]
