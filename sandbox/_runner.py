@@ -296,13 +296,38 @@ class Runner:
     def end(self) -> dict[str, Any]:
         leftover = self.sweep(None)
         try:
-            removed = self.remove_workdir()
+            removed = self.remove_workdir() and self.scrub_shared()
         except OSError:
             removed = False
         clean = leftover == 0 and removed
         if not clean:
             self.tainted = f"{leftover} job processes survived" if leftover else "work dir stuck"
         return {"clean": clean, "leftover": leftover}
+
+    def scrub_shared(self) -> bool:
+        """Remove what the job left in the container-wide scratch dirs (/tmp, /dev/shm, ...).
+
+        Those outlive the job's work dir: without this, one rollout's files (or a full tmpfs)
+        would reach the next rollout in the same container. Only when jobs run under their
+        own uid, so that "owned by the job uid" means "made by a job".
+        """
+        if not (self.is_root and self.job_uid != 0):
+            return True
+        for folder in _SHARED_SCRATCH:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    if os.lstat(path).st_uid == self.job_uid:
+                        _rmtree(path)
+                except FileNotFoundError:
+                    continue
+                if os.path.lexists(path) and os.lstat(path).st_uid == self.job_uid:
+                    return False
+        return True
 
     def remove_workdir(self) -> bool:
         path, self.workdir = self.workdir, None
@@ -1087,6 +1112,9 @@ def _is_zombie(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
+
+
+_SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
 
 
 def _rmtree(path: str) -> None:

@@ -273,6 +273,7 @@ def test_unclean_end_taints_the_runner(tmp_path: Any) -> None:
 
     runner = Runner.__new__(Runner)  # the logic only: no fds, signals or zygote needed
     runner.tainted = None
+    runner.is_root, runner.job_uid = False, os.getuid()  # no shared scratch to scrub
     runner.workdir = str(tmp_path / "job1")
     os.mkdir(runner.workdir)
     runner.sweep = lambda pgid: 1  # type: ignore[method-assign]  # a job process survived
