@@ -15,7 +15,7 @@ result carries::
     └── MissingDependency         kind="infra"     an optional extra is not installed
 
 Only ``InfraError`` (and its subclasses) is retried by the engine. Nothing here derives from
-``BaseException``; timeouts are enforced by killing processes, never by ``signal.alarm``.
+``BaseException``; timeouts are enforced by killing processes, never by alarm signals.
 
 A *model* failure (wrong answer, crashing candidate code) is never an exception: it is a
 ``Result`` with ``status="fail"``.

@@ -1,7 +1,7 @@
 """Killable worker processes for CPU-heavy verification (sympy, trimesh, pdf parsing).
 
 Why processes and not threads: a runaway computation (a pathological mesh, a PDF that makes
-pdfminer loop) cannot be interrupted inside a thread, and ``signal.alarm`` breaks in threads
+pdfminer loop) cannot be interrupted inside a thread, and alarm signals break in threads
 and Ray workers. A worker process can always be killed. Workers are persistent (imports are
 paid once) and speak JSON lines over pipes, never pickle.
 
