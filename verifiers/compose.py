@@ -2,10 +2,13 @@
 
 Rules, in order:
 
-1. Any check that could not judge (``error``) makes the whole item ``error``: a partial score
-   over the checks that did run would be a fake number.
-2. ``skipped`` checks abstain: they drop out of the mean. All skipped -> ``skipped``.
-3. A ``required`` check that did not pass gates the reward to 0 (``fail``).
+1. A ``required`` check that failed gates the reward to 0 (``fail``), and so does any failed
+   check under ``combine="all"``: the verdict is then certain whatever the other checks say.
+   This comes first so that a model cannot dodge a failing gate by making another check
+   error out (an abstain instead of the 0 it earned).
+2. Otherwise any check that could not judge (``error``) makes the whole item ``error``: a
+   partial score over the checks that did run would be a fake number.
+3. ``skipped`` checks abstain: they drop out of the mean. All skipped -> ``skipped``.
 4. ``combine``: ``mean`` (weighted by ``weight``), ``min``, or ``all`` (1 only if every
    check passed, else 0).
 
@@ -52,6 +55,22 @@ def combine(task: Task, results: Sequence[Result]) -> Result:
             feedback.append(f"[{name}] {result.feedback}")
     details["checks"] = per_check
 
+    decisive = [
+        name
+        for check, name, result in zip(checks, names, results, strict=True)
+        if result.status == "fail" and (check.required or task.combine == "all")
+    ]
+    if decisive:
+        what = "required check(s)" if task.combine != "all" else "check(s)"
+        feedback.insert(0, f"{what} not passed: {', '.join(decisive)}")
+        return Result(
+            reward=0.0,
+            status="fail",
+            components=components,
+            feedback="\n".join(feedback),
+            details=details,
+        )
+
     errors = [(n, r) for n, r in zip(names, results, strict=True) if r.status == "error"]
     if errors:
         name, first = errors[0]
@@ -76,19 +95,6 @@ def combine(task: Task, results: Sequence[Result]) -> Result:
     ]
     if not scored:
         return Result(reward=None, status="skipped", feedback="\n".join(feedback), details=details)
-
-    gate_failed = [
-        name for check, name, result in scored if check.required and result.status != "pass"
-    ]
-    if gate_failed:
-        feedback.insert(0, f"required check(s) not passed: {', '.join(gate_failed)}")
-        return Result(
-            reward=0.0,
-            status="fail",
-            components=components,
-            feedback="\n".join(feedback),
-            details=details,
-        )
 
     rewards = [float(result.reward or 0.0) for _, _, result in scored]
     if task.combine == "min":

@@ -444,3 +444,22 @@ def test_verify_inline_answers_when_it_can_and_falls_back_when_it_cannot() -> No
     assert [r.id for r in results] == ["1", "2"]
     assert results[0].verifier == "test.maybe_inline@1"
     assert MaybeInline.async_calls == 1
+
+
+def test_a_failed_gate_decides_even_when_another_check_errors() -> None:
+    # Otherwise a model could dodge a failing required check by making another check error
+    # out: an abstain (None) instead of the 0 it earned.
+    gated = [
+        {"verifier": "test.delay", "spec": {"reward": 0.0}, "required": True, "name": "answer"},
+        {"verifier": "test.raise", "spec": {"what": "value"}, "name": "format"},
+    ]
+    [result] = verifiers.score([_composed(gated)])
+    assert (result.status, result.reward) == ("fail", 0.0)
+    assert "answer" in result.feedback
+    [all_mode] = verifiers.score(
+        [_composed([{"verifier": "test.delay", "spec": {"reward": 0.2}}, gated[1]], combine="all")]
+    )
+    assert (all_mode.status, all_mode.reward) == ("fail", 0.0)
+    # Without a decisive failure the error still wins: no fake partial score.
+    [undecided] = verifiers.score([_composed([{"verifier": "test.delay"}, gated[1]])])
+    assert undecided.status == "error"
