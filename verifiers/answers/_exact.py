@@ -239,9 +239,10 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
                     else compiled.fullmatch(candidate)
                 )
             except RegexTimeout:
-                raise BadInput(
-                    f"{NAME}: pattern {quote(pattern)} backtracks past {spec.regex_timeout_s}s"
-                ) from None
+                # Model text that makes the pattern backtrack past the budget has not matched:
+                # a fail, never an abstain the model could aim for.
+                details.setdefault("timed_out", []).append(pattern)  # type: ignore[union-attr]
+                continue
             if hit is not None:
                 details["matched"] = pattern
                 return Result.scored(1.0, feedback="correct", details=details)
