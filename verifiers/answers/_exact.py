@@ -230,6 +230,7 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
         flags = re.I if spec.ignore_case else 0
         candidate = unwrap_latex(answer)
         details: dict[str, object] = {"answer": candidate, "source": source}
+        timed_out: list[str] = []
         for pattern in references:
             compiled = compile_pattern(pattern, flags, spec.regex_timeout_s, NAME)
             try:
@@ -241,7 +242,8 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
             except RegexTimeout:
                 # Model text that makes the pattern backtrack past the budget has not matched:
                 # a fail, never an abstain the model could aim for.
-                details.setdefault("timed_out", []).append(pattern)  # type: ignore[union-attr]
+                timed_out.append(pattern)
+                details["timed_out"] = timed_out
                 continue
             if hit is not None:
                 details["matched"] = pattern
