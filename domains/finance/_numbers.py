@@ -12,6 +12,7 @@ The parser keeps how many decimals were printed, because "equal" for a printed f
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -138,13 +139,17 @@ def parse_number(raw: object, *, dash_is_zero: bool = False) -> Number | None:
     if isinstance(raw, bool) or raw is None:
         return None
     if isinstance(raw, Decimal):
-        if not raw.is_finite():
+        # 1e400 is a finite Decimal but float() makes it inf: refuse what floats cannot hold.
+        if not raw.is_finite() or not math.isfinite(float(raw)):
             return None
         exponent = raw.as_tuple().exponent
         decimals = -exponent if isinstance(exponent, int) and exponent < 0 else 0
         return Number(float(raw), decimals)
     if isinstance(raw, int):
-        return Number(float(raw), 0)
+        try:
+            return Number(float(raw), 0)
+        except OverflowError:
+            return None
     if isinstance(raw, float):
         if raw != raw or raw in (float("inf"), float("-inf")):
             return None

@@ -166,11 +166,13 @@ def _factor(scale: str) -> float:
     return 0.01 if scale == "percent" else scale_factor(scale)
 
 
-def _round(value: float, digits: int) -> Decimal:
+def _round(value: float, digits: int) -> Decimal | None:
+    """``value`` rounded half-up to ``digits``; None when it cannot be (inf, nan, too many
+    digits for the context): callers treat None as "not equal", never as 0."""
     try:
         return Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
     except InvalidOperation:
-        return Decimal(0)
+        return None
 
 
 def _is_constant(value: float) -> bool:
@@ -405,6 +407,9 @@ def _consistency(
         return 0.0
     factor = scale_factor(scale) if base_units and scale != "percent" else 1.0
     stated = answer.value * factor
+    if not (math.isfinite(stated) and math.isfinite(result)):
+        feedback.append("consistency: the answer or the formula's result is not a finite number")
+        return 0.0
     half = 0.5 * 10.0 ** (-answer.decimals) * factor
     candidates = [(stated, half)]
     if scale == "percent":
@@ -460,7 +465,8 @@ def _correctness(
         ok = round(in_ref_units, 5) == round(reference.value, 5)
         rule = "equal at 5 decimals (FinQA)"
     elif decimals is not None:
-        ok = _round(in_ref_units, decimals) == _round(reference.value, decimals)
+        got, want = _round(in_ref_units, decimals), _round(reference.value, decimals)
+        ok = got is not None and want is not None and got == want
         rule = f"equal at {decimals} decimals"
     elif r == 0:
         ok = a == 0

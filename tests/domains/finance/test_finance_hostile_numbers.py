@@ -1,0 +1,43 @@
+"""Answers beyond float range must never be 'correct' or 'consistent' (a reward hack)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import verifiers
+
+DOC = {
+    "table": [["", "2019", "2018"], ["Total sales", "$1,496.5", "$1,202.9"]],
+    "scale": "million",
+}
+OPERANDS = '"operands": {"s19": "1,496.5", "s18": "$1,202.9"}'
+
+
+def _item(answer: str, reference: Any) -> dict[str, Any]:
+    return {
+        "id": "x",
+        "completion": '{"answer": ' + answer + ', "formula": "s19 - s18", ' + OPERANDS + "}",
+        "task": {"verifier": "finance.formula", "spec": {"document": DOC}, "reference": reference},
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference"),
+    [
+        ("1e300", {"answer": 0.0, "decimals": 2}),  # used to round to 0 and "match"
+        ("1e400", {"answer": 0.001, "decimals": 2}),  # a finite Decimal that floats make inf
+        ("123456789012345678901234567890", {"answer": 0, "decimals": 2}),
+        ("1e400", None),  # unlabelled: any formula "reproduced" an infinite answer
+    ],
+)
+def test_out_of_range_answers_score_zero(answer: str, reference: Any) -> None:
+    [result] = verifiers.score([_item(answer, reference)])
+    assert result.status == "fail", result
+    assert result.reward == 0.0
+
+
+def test_the_honest_answer_still_passes() -> None:
+    [result] = verifiers.score([_item("293.6", {"answer": 293.6, "decimals": 1})])
+    assert result.status == "pass", result.feedback
