@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -52,6 +53,15 @@ class NumericSpec(AnswerSpec):
     """How ``1.2 million`` reads: ``apply`` = 1,200,000, ``ignore`` = 1.2, ``either`` both."""
 
 
+AMBIGUOUS = "several_numbers"
+"""``extract_number``'s source when the answer region offers several candidate numbers."""
+
+_ALTERNATIVES = re.compile(
+    r",|;|\bor\b|\band/or\b|\\lor|\\vee|\\pm|±|\\mp|\\neq|≠|\bto\b|\d\s*[-–—]\s*\d",
+    re.IGNORECASE,
+)
+
+
 def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
     """The answer number in ``text`` and where it was found (see :class:`NumericSpec`)."""
     if how == "full":
@@ -85,6 +95,10 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
         if whole is not None:
             return whole, place
         numbers = find_numbers(region)
+        if len(numbers) > 1 and _ALTERNATIVES.search(region):
+            # "42 or 41", "\boxed{42, 41, 43}", "42 \pm 100", "42-43": hedging over several
+            # candidates must not collect the credit of the one that happens to be right.
+            return None, AMBIGUOUS
         if numbers:
             return numbers[0], place
     return None, how
@@ -142,6 +156,11 @@ class NumericAnswer(InlineVerifier[NumericSpec]):
             # Keep the tail: the answer is at the end of a long chain of thought.
             text = text[-spec.max_answer_chars * 10 :]
         got, source = extract_number(text, spec.extract)
+        if got is None and source == AMBIGUOUS:
+            return Result.failed(
+                "the answer offers several numbers: give exactly one final answer",
+                details={"extract": spec.extract, "source": source},
+            )
         if got is None:
             return Result.failed(
                 "could not find a number in the answer: end with 'The answer is <number>' "
