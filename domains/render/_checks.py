@@ -122,9 +122,19 @@ def _script_check(phase_a: dict[str, Any], spec: RenderSpec) -> CheckOutcome:
     return CheckOutcome("script", 1.0, True)
 
 
+_GEOMETRY_TYPES = frozenset({"MESH", "CURVE", "SURFACE", "FONT", "META"})
+
+
 def _matches(expect: ObjectExpect, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Objects that meet ``expect``. Objects hidden from the render and geometry objects with
+    no vertices never count: a model could otherwise satisfy "four legs" with empty meshes
+    or hidden stand-ins."""
     found = []
     for obj in objects:
+        if obj.get("hide_render"):
+            continue
+        if obj.get("type") in _GEOMETRY_TYPES and obj.get("verts") == 0:
+            continue
         if expect.name is not None:
             glob = any(c in expect.name for c in "*?[")
             hit = (

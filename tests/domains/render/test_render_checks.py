@@ -223,6 +223,18 @@ def test_glob_count_and_position_expectations() -> None:
     assert result.components["object:Leg1"] == 1.0
 
 
+def test_hidden_and_empty_objects_do_not_count() -> None:
+    # Four legs faked by one real leg, an empty mesh, and two hidden stand-ins.
+    spec = RenderSpec.model_validate({"expect": {"objects": [{"name": "Leg*", "count": 4}]}})
+    empty = {**_obj("Leg2"), "verts": 0}
+    hidden = [{**_obj(f"Leg{i}"), "hide_render": True} for i in (3, 4)]
+    result = evaluate(_reply(scene={"objects": [_obj("Leg1"), empty, *hidden]}), spec)
+    assert result.components["object:Leg*"] == 0.0
+    assert "found 1" in result.feedback
+    real = [{**_obj(f"Leg{i}"), "verts": 8} for i in range(1, 5)]
+    assert evaluate(_reply(scene={"objects": real}), spec).components["object:Leg*"] == 1.0
+
+
 def test_missing_image_files_are_listed() -> None:
     reply = _reply(scene={"missing_images": [{"image": "wood", "filepath": "//wood.png"}]})
     result = evaluate(reply, SPEC)
