@@ -33,6 +33,7 @@ from verifiers.types import Result, Trajectory
 from ._answer import SCALES, Answer, AnswerError, find_answer, read_answer
 from ._document import Document
 from ._formula import (
+    Formula,
     FormulaError,
     FormulaLimits,
     FormulaRejected,
@@ -173,6 +174,27 @@ def _round(value: float, digits: int) -> Decimal | None:
         return Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
     except InvalidOperation:
         return None
+
+
+def _dead_operands(formula: Formula, values: dict[str, float], result: float) -> list[str]:
+    """Operands whose value does not change the result (``s*0 + 24.41``, ``a - a + 7``).
+
+    A formula that cites a figure and then discards it would let a model "ground" any number
+    it likes; each used operand is nudged once and must move the result.
+    """
+    dead: list[str] = []
+    for name in sorted(formula.names):
+        nudged = dict(values)
+        nudged[name] = values[name] * 1.37 + 0.61
+        try:
+            moved = evaluate(formula, nudged)
+        except (FormulaError, FormulaRejected):
+            continue  # e.g. a division that only breaks at the nudged value: not dead
+        if isinstance(moved, bool) or isinstance(result, bool):
+            continue
+        if abs(moved - result) <= 1e-12 * max(1.0, abs(result)):
+            dead.append(name)
+    return dead
 
 
 def _is_constant(value: float) -> bool:
@@ -405,6 +427,14 @@ def _consistency(
             "consistency: the formula uses no figure from the document (only constants)"
         )
         return 0.0
+    if formula is not None:
+        dead = _dead_operands(formula, values, result)
+        if dead:
+            feedback.append(
+                f"consistency: operand(s) {', '.join(dead)} do not affect the formula's result "
+                "(cancelled or multiplied away): the formula must compute the answer from them"
+            )
+            return 0.0
     factor = scale_factor(scale) if base_units and scale != "percent" else 1.0
     stated = answer.value * factor
     if not (math.isfinite(stated) and math.isfinite(result)):

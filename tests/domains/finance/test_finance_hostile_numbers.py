@@ -41,3 +41,29 @@ def test_out_of_range_answers_score_zero(answer: str, reference: Any) -> None:
 def test_the_honest_answer_still_passes() -> None:
     [result] = verifiers.score([_item("293.6", {"answer": 293.6, "decimals": 1})])
     assert result.status == "pass", result.feedback
+
+
+def _unlabelled(formula: str, answer: float, operands: dict[str, Any]) -> dict[str, Any]:
+    completion = {"answer": answer, "formula": formula, "operands": operands}
+    import json
+
+    return {
+        "id": "u",
+        "completion": json.dumps(completion),
+        "task": {"verifier": "finance.formula", "spec": {"document": DOC}},
+    }
+
+
+def test_a_cited_operand_the_formula_throws_away_is_not_consistent() -> None:
+    cited = {"s": {"value": "1,496.5", "cite": {"row": "Total sales", "column": "2019"}}}
+    [cheat] = verifiers.score([_unlabelled("s*0 + 24 + 41/100", 24.41, cited)])
+    assert cheat.status == "fail" and cheat.components["consistency"] == 0.0
+    assert "do not affect" in cheat.feedback
+    both = {
+        "a": {"value": "1,496.5", "cite": {"row": "Total sales", "column": "2019"}},
+        "b": {"value": "1,202.9", "cite": {"row": "Total sales", "column": "2018"}},
+    }
+    [cancel] = verifiers.score([_unlabelled("a - a + b", 1202.9, both)])
+    assert cancel.components["consistency"] == 0.0
+    [honest] = verifiers.score([_unlabelled("a - b", 293.6, both)])
+    assert honest.status == "pass", honest.feedback
