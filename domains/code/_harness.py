@@ -375,13 +375,14 @@ def _candidate_child(rpc_in: int, rpc_out: int, out_w: int, err_w: int) -> None:
     os.dup2(devnull, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
-    keep = {0, 1, 2, rpc_in, rpc_out}
-    for fd in range(3, 256):
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+    # Every other fd up to 255 closed, in C: ``closerange`` ignores fds that are not open,
+    # where a Python loop paid a raised-and-caught OSError for each of ~250 numbers.
+    low = 3
+    for fd in sorted({rpc_in, rpc_out}):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 256)
     os.setpgid(0, 0)
     sys.stdin = open(0, closefd=False)
     sys.stdout = open(1, "w", closefd=False, buffering=1)
