@@ -62,6 +62,25 @@ class Channel(ABC):
         """Drop the connection."""
 
 
+class StreamChannel(Channel):
+    """A channel over an asyncio reader/writer pair (a unix socket, or a process's pipes)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read_exactly(self, size: int) -> bytes:
+        return await self._reader.readexactly(size)
+
+    async def write(self, data: bytes) -> None:
+        self._writer.write(data)
+        await self._writer.drain()
+
+    def close(self) -> None:
+        if not self._writer.is_closing():
+            self._writer.close()
+
+
 class Worker(ABC):
     """One runner: a warm container or a local sandboxed process."""
 

@@ -39,7 +39,15 @@ from typing import Any, TypeVar
 from verifiers.errors import MissingDependency, SandboxUnavailable
 
 from ._base import Limits
-from ._client import Channel, RunnerLost, RunnerSandbox, Worker, WorkerPool, merge_limits
+from ._client import (
+    Channel,
+    RunnerLost,
+    RunnerSandbox,
+    StreamChannel,
+    Worker,
+    WorkerPool,
+    merge_limits,
+)
 from ._client import pooled_session as _pooled_session
 from ._images import LABEL, get_image, image_tag
 from ._local import runner_source
@@ -182,25 +190,6 @@ class _AttachChannel(Channel):
         data = bytes(self._buffer[:size])
         del self._buffer[:size]
         return data
-
-    async def write(self, data: bytes) -> None:
-        self._writer.write(data)
-        await self._writer.drain()
-
-    def close(self) -> None:
-        if not self._writer.is_closing():
-            self._writer.close()
-
-
-class _SocketChannel(Channel):
-    """A plain stream: the unix socket the runner connected to."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
-
-    async def read_exactly(self, size: int) -> bytes:
-        return await self._reader.readexactly(size)
 
     async def write(self, data: bytes) -> None:
         self._writer.write(data)
@@ -430,7 +419,7 @@ class DockerProvider:
         assert sock is not None
         reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 20)
         channel: Channel = (
-            _SocketChannel(reader, writer)
+            StreamChannel(reader, writer)
             if listener is not None
             else _AttachChannel(reader, writer)
         )

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from verifiers.errors import SandboxUnavailable
 
 from ._base import Limits
-from ._client import Channel, RunnerLost, RunnerSandbox, Worker, WorkerPool, merge_limits
+from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
 from ._client import pooled_session as _pooled_session
 from ._settings import SandboxSettings
 
@@ -160,23 +160,13 @@ def detect_isolation(preferred: str = "auto") -> Isolation:
     return "none"
 
 
-class _ProcessChannel(Channel):
+class _ProcessChannel(StreamChannel):
+    """The runner subprocess's stdout/stdin."""
+
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         assert process.stdout is not None and process.stdin is not None
+        super().__init__(process.stdout, process.stdin)
         self.process = process
-        self._reader = process.stdout
-        self._writer = process.stdin
-
-    async def read_exactly(self, size: int) -> bytes:
-        return await self._reader.readexactly(size)
-
-    async def write(self, data: bytes) -> None:
-        self._writer.write(data)
-        await self._writer.drain()
-
-    def close(self) -> None:
-        if not self._writer.is_closing():
-            self._writer.close()
 
 
 class _LocalWorker(Worker):
