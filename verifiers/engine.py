@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .compose import combine
 from .context import SandboxProvider, VerifierContext
-from .errors import BadInput, InfraError, SandboxUnavailable, VerifierError
+from .errors import BadInput, InfraError, InvalidOutput, SandboxUnavailable, VerifierError
 from .protocol import InlineVerifier, Spec, Verifier
 from .registry import get_verifier
 from .types import Result, Task, Trajectory
@@ -433,6 +433,9 @@ def validation_message(exc: ValidationError, limit: int = 3) -> str:
 
 
 def _error_result(exc: Exception, timeout_s: float) -> Result:
+    if isinstance(exc, InvalidOutput):
+        # The model's output broke the check: its fail, never an abstain (errors.py).
+        return Result.failed(str(exc), details={"invalid_output": True})
     if isinstance(exc, TimeoutError):
         return Result.errored("timeout", f"verifier did not finish within {timeout_s:g}s")
     if isinstance(exc, VerifierError):
