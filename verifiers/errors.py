@@ -8,6 +8,7 @@ result carries::
     VerifierError                 kind="verifier"  a bug or unexpected state in a verifier
     ├── BadInput                  kind="bad_input" the trajectory / spec / artifact is unusable
     │   ├── UnknownVerifier       kind="bad_input" no verifier registered under that name
+    │   ├── InvalidSettings       kind="bad_input" engine settings out of range (also a ValueError)
     │   └── ResourceExhausted     kind="bad_input" judging the input needs more memory than allowed
     ├── InfraError                kind="infra"     something outside the verifier broke
     │   └── SandboxUnavailable    kind="infra"     no sandbox provider could be reached
@@ -37,6 +38,7 @@ __all__ = [
     "BadInput",
     "InfraError",
     "InvalidOutput",
+    "InvalidSettings",
     "MissingDependency",
     "ResourceExhausted",
     "SandboxUnavailable",
@@ -84,6 +86,19 @@ class UnknownVerifier(BadInput):
         )
         self.name = name
         self.installed = installed
+
+
+class InvalidSettings(BadInput, ValueError):
+    """Settings (flags, ``VERIFIERS_*`` variables) that do not validate.
+
+    ``problems`` holds one line per invalid setting: where it came from, its value, and the
+    valid range; the message is those lines joined by newlines, so a CLI prints one line
+    each. Also a ``ValueError``, for callers that validate settings generically.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 class ResourceExhausted(BadInput):
