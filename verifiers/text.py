@@ -1,13 +1,15 @@
-"""Getting at the text a verifier judges: the completion, the last fenced code block."""
+"""Getting at the text a verifier judges: the completion, the last fenced code block, and
+the text as a reader sees it (:func:`visible_text`)."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from .types import Message, Trajectory
 
-__all__ = ["completion_text", "last_code_block", "message_text", "prompt_text"]
+__all__ = ["completion_text", "last_code_block", "message_text", "prompt_text", "visible_text"]
 
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*\n(.*?)^\1?\2[ \t]*$", re.M | re.S)
 
@@ -77,3 +79,93 @@ def last_code_block(text: str, language: str | None = None) -> str | None:
         if untagged:
             return untagged[-1]
     return blocks[-1][1]
+
+
+# -- what a reader sees ------------------------------------------------------------------------
+
+DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u02d7\u2796\ufe58\ufe63\uff0d\u2e3a\u2e3b"
+"""Hyphens, dashes and minus signs that read as ``-`` (U+2010 hyphen, en/em dash, minus ...)."""
+
+_SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207c\u207d\u207e\u2071\u207f"
+_SUPERSCRIPT_PLAIN = "0123456789+-=()in"
+_SUBSCRIPTS = "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208c\u208d\u208e"
+_SUBSCRIPT_PLAIN = "0123456789+-=()"
+_SCRIPT_RUN = re.compile(f"([{_SUPERSCRIPTS}]+)|([{_SUBSCRIPTS}]+)")
+_SUP = str.maketrans(_SUPERSCRIPTS, _SUPERSCRIPT_PLAIN)
+_SUB = str.maketrans(_SUBSCRIPTS, _SUBSCRIPT_PLAIN)
+
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef]+"
+)
+"""Drawn as nothing: the format characters (``Cf``: zero-width space/joiners, soft hyphen,
+bidi controls, word joiner, invisible operators, BOM, tag characters) other than the visible
+Arabic number signs, plus the combining grapheme joiner, Hangul fillers, Khmer inherent vowels
+and variation selectors. One C-level regex pass."""
+
+_VULGAR = re.compile("(?<=\\d)([\u00bc-\u00be\u2150-\u215e\u2189])")
+
+# Latin look-alikes in Cyrillic and Greek, folded only inside a word that also has Latin
+# letters or consists of look-alikes only ("аnswer" with a Cyrillic а is "answer" to a reader;
+# "привет" stays as it is).
+_CONFUSABLE = str.maketrans(
+    "аеорсуххіјѕԁԛԝһӏАВЕКМНОРСТХУІЈЅοονιΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxxijsdqwhlABEKMHOPCTXYIJSoovlABEZHIKMNOPTYX",
+)
+_CONFUSABLE_CHARS = frozenset("аеорсухіјѕԁԛԝһӏАВЕКМНОРСТХУІЈЅονιΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
+_WORD = re.compile(r"[^\W\d_]+")
+
+MAX_VISIBLE_CHARS = 2_000_000
+""":func:`visible_text` reads at most this many characters (the head is kept); it is linear."""
+
+
+def _scripts(match: re.Match[str]) -> str:
+    sup, sub = match.group(1), match.group(2)
+    run = (sup or sub).translate(_SUP if sup else _SUB)
+    mark = "^" if sup else "_"
+    return f"{mark}{run}" if len(run) == 1 else f"{mark}{{{run}}}"
+
+
+def _fold_word(match: re.Match[str]) -> str:
+    word = match.group(0)
+    if not any(c in _CONFUSABLE_CHARS for c in word):
+        return word
+    latin = any("a" <= c.lower() <= "z" for c in word)
+    if latin or all(c in _CONFUSABLE_CHARS for c in word):
+        return word.translate(_CONFUSABLE)
+    return word
+
+
+def visible_text(text: str, *, confusables: bool = False) -> str:
+    """``text`` as a reader sees it: the one normalisation answer verifiers share.
+
+    - invisible characters are dropped (format characters such as zero-width spaces and
+      joiners, soft hyphens, bidi controls, tag characters; variation selectors; fillers), so
+      ``ans\u200bwer`` cannot dodge a forbidden pattern or split a number;
+    - every hyphen, dash and minus sign reads as ``-`` (U+2010 ``‐5`` is minus five);
+    - superscripts and subscripts stay exponents and indices: ``2⁵`` reads ``2^5`` (not 25),
+      ``10⁻³`` reads ``10^{-3}``, ``x₁`` reads ``x_1``;
+    - then NFKC (full-width digits and letters, ligatures, non-breaking spaces; ``½`` becomes
+      ``1/2``);
+    - with ``confusables``, Cyrillic/Greek letters drawn like Latin ones are read as Latin
+      inside a word that mixes them with Latin letters (or is made only of them).
+
+    ASCII text is returned unchanged at the cost of one check. Linear in ``len(text)``.
+    """
+    if text.isascii():
+        return text
+    if len(text) > MAX_VISIBLE_CHARS:
+        text = text[:MAX_VISIBLE_CHARS]
+    text = _INVISIBLE.sub("", text)
+    text = text.translate(_DASH_MAP)
+    text = _VULGAR.sub(r" \1", text)  # "12½" is twelve and a half, never "121/2"
+    text = _SCRIPT_RUN.sub(_scripts, text)
+    text = unicodedata.normalize("NFKC", text).replace("\u2044", "/")
+    if confusables and not text.isascii():
+        text = _WORD.sub(_fold_word, text)
+    return text
+
+
+_DASH_MAP = dict.fromkeys(map(ord, DASHES), "-")

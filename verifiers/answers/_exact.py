@@ -110,6 +110,10 @@ def _choice_patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str], re
     return value, hedge, bold
 
 
+MAX_CHOICE_CHARS = 1_000
+"""A place (tag, box, phrase, line) longer than this names no option letter: a choice is a
+letter, and the cap keeps unwrapping a hostile box linear."""
+
 _CHOICE_CACHE: dict[str, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
 
 
@@ -121,6 +125,8 @@ def _letter_in_value(value: str, letters: str, strict: bool = False) -> tuple[st
     ``strict`` (for a bare last line, where no "answer is" announces a letter): the letter must
     stand alone or be closed by ``)``, ``.`` or ``:``, so "A common mistake ..." is not A.
     """
+    if len(value) > MAX_CHOICE_CHARS:
+        return None, False
     pats = _CHOICE_CACHE.get(letters)
     if pats is None:
         pats = _CHOICE_CACHE[letters] = _choice_patterns(letters)
