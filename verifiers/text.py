@@ -83,12 +83,16 @@ def last_code_block(text: str, language: str | None = None) -> str | None:
 
 # -- what a reader sees ------------------------------------------------------------------------
 
-DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u02d7\u2796\ufe58\ufe63\uff0d\u2e3a\u2e3b"
+DASHES = (
+    "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u02d7\u2796\ufe58\ufe63\uff0d\u2e3a\u2e3b"
+)
 """Hyphens, dashes and minus signs that read as ``-`` (U+2010 hyphen, en/em dash, minus ...)."""
 
 _SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207c\u207d\u207e\u2071\u207f"
 _SUPERSCRIPT_PLAIN = "0123456789+-=()in"
-_SUBSCRIPTS = "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208c\u208d\u208e"
+_SUBSCRIPTS = (
+    "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208c\u208d\u208e"
+)
 _SUBSCRIPT_PLAIN = "0123456789+-=()"
 _SCRIPT_RUN = re.compile(f"([{_SUPERSCRIPTS}]+)|([{_SUBSCRIPTS}]+)")
 _SUP = str.maketrans(_SUPERSCRIPTS, _SUPERSCRIPT_PLAIN)

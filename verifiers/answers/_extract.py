@@ -40,24 +40,32 @@ _PHRASE = re.compile(
 """Matched at a keyword found by :func:`answer_phrase` ("answer", or "option"/"choice" after
 "correct"), so the scan costs one ``str.rfind`` per occurrence instead of a regex attempt at
 every position of a long chain of thought."""
-_THINK_END = re.compile(r"</think(?:ing)?>", re.I)
+_THINK_END = re.compile(r"</\s*think(?:ing)?\s*>", re.I)
+_THINK_OPEN = re.compile(r"<\s*think(?:ing)?(?:\s[^<>]{0,200})?>", re.I)
 
 
 def strip_thinking(text: str) -> str:
     """The text after the last ``</think>``; the whole text when there is no think block.
 
     Reasoning models put scratch work (with many candidate answers) in a think block; the
-    answer is what follows it. A think block that was opened and never closed means the
-    model ran out of tokens while thinking: only what came before it counts (usually
-    nothing, so no answer is found). A closed block with nothing after it is read instead of
-    the empty tail: the model put its answer inside.
+    answer is what follows it. ``<think>``, ``<thinking>`` and any letter case count, with
+    spaces or attributes inside the tag (``<THINK>``, ``<Thinking>``, ``< think >``).
+
+    A think block that was opened and never closed means the model ran out of tokens while
+    thinking (or hopes its scratch work is read as the answer): only what came before the
+    opening tag counts, usually nothing, so no answer is found and the item fails. A closed
+    block with nothing after it is read instead of the empty tail: the model put its answer
+    inside. Linear: one pass per tag pattern.
     """
     last = None
     for match in _THINK_END.finditer(text):
         last = match
-    start = text.rfind("<think>")
-    if start >= 0 and (last is None or start > last.start()):
-        return text[:start]
+    start = -1
+    for match in _THINK_OPEN.finditer(text, last.end() if last is not None else 0):
+        start = match.start()
+        break
+    if start >= 0:
+        return text[:start] if last is None else text[last.end() : start]
     if last is None:
         return text
     tail = text[last.end() :]

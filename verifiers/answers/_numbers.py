@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ..text import visible_text
 
-__all__ = ["Number", "find_numbers", "normalize_numeric_text", "parse_number"]
+__all__ = ["Number", "find_numbers", "normalize_numeric_text", "one_reading", "parse_number"]
 
 SCALES = {
     "thousand": 1e3,
@@ -50,22 +50,56 @@ class Number:
     text: str = ""
     """The matched text, for feedback."""
 
-    def readings(self, percent: str, scale: str) -> list[float]:
-        """The values this number may stand for under the verifier's percent/scale policy."""
-        base = [self.value]
-        if self.percent:
-            base = {"fraction": [self.value / 100], "number": [self.value]}.get(
-                percent, [self.value / 100, self.value]
-            )
-        if self.scale != 1.0:
-            scaled = [v * self.scale for v in base]
-            base = {"apply": scaled, "ignore": base}.get(scale, scaled + base)
-        return base
+    @property
+    def contradictory(self) -> bool:
+        """A percent with a scale word (``4.2% thousand``) is not one number."""
+        return self.percent and self.scale != 1.0
+
+
+def _nearer(candidates: tuple[float, float], other: float) -> float:
+    return min(candidates, key=lambda c: abs(c - other))
+
+
+def one_reading(got: Number, ref: Number, percent: str, scale: str) -> tuple[float, float]:
+    """The single pair of values compared for ``got`` against ``ref``.
+
+    At most one reading of an answer is tried against a reference, so leniency never
+    multiplies (``4.2% thousand`` must not match 42, 4200, 4.2 and 0.042; ``0.125%`` must not
+    pass ``12.5%``). Percent (``percent``): ``fraction`` reads ``x%`` as ``x/100`` on both
+    sides, ``number`` as ``x``; ``either``: when both sides are written the same way (both
+    with ``%`` or neither) they compare as written; when only one side has ``%`` (a reference
+    of 12.5 or of 0.125 for an answer of 12.5%), that side is read as whichever of ``x`` and
+    ``x/100`` is nearer the other side. Scale words (``scale``) the same way: ``apply``
+    multiplies, ``ignore`` does not; ``either``: the same word on both sides (or none)
+    compares as written, different words are applied, and a word on one side only is applied
+    or not, whichever is nearer the other side.
+    """
+    g, r = got.value, ref.value
+    if got.percent or ref.percent:
+        if percent == "fraction":
+            g, r = (g / 100 if got.percent else g), (r / 100 if ref.percent else r)
+        elif percent == "either" and got.percent != ref.percent:
+            if got.percent:
+                g = _nearer((g, g / 100), r * (ref.scale if ref.scale != 1.0 else 1.0))
+            else:
+                r = _nearer((r, r / 100), g * (got.scale if got.scale != 1.0 else 1.0))
+    if got.scale != 1.0 or ref.scale != 1.0:
+        if scale == "apply" or (scale == "either" and got.scale != 1.0 and ref.scale != 1.0):
+            if not (scale == "either" and got.scale == ref.scale):
+                g, r = g * got.scale, r * ref.scale
+        elif scale == "either":
+            if got.scale != 1.0:
+                g = _nearer((g, g * got.scale), r)
+            else:
+                r = _nearer((r, r * ref.scale), g)
+    return g, r
 
 
 _LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*([-+]?[\d.,]+)\s*\}\s*\{\s*([-+]?[\d.,]+)\s*\}")
 _LATEX_FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)(\d)")
-_TIMES_TEN = re.compile(r"(?<!\s)\s*(?:\\times|\\cdot|×|\*|·)\s*10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?")
+_TIMES_TEN = re.compile(
+    r"(?<!\s)\s*(?:\\times|\\cdot|×|\*|·)\s*10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?"
+)
 _TEN_POW = re.compile(r"(?<![\d.])10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?")
 _POWER = re.compile(
     r"(?<![\w.^])(\d+(?:\.\d+)?)\s*\^\s*(?:\{\s*([-+]?\d{1,3})\s*\}|([-+]?\d{1,3}))(?![\d.])"
@@ -189,8 +223,6 @@ def find_numbers(text: str, *, normalized: bool = False) -> list[Number]:
         if number is not None:
             found.append(number)
     return found
-
-
 
 
 def parse_number(text: str) -> Number | None:
