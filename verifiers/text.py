@@ -88,15 +88,30 @@ DASHES = (
 )
 """Hyphens, dashes and minus signs that read as ``-`` (U+2010 hyphen, en/em dash, minus ...)."""
 
-_SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207c\u207d\u207e\u2071\u207f"
-_SUPERSCRIPT_PLAIN = "0123456789+-=()in"
-_SUBSCRIPTS = (
-    "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208c\u208d\u208e"
+
+def _script_table(ranges: list[tuple[int, int]], tag: str) -> dict[int, str]:
+    table: dict[int, str] = {}
+    for low, high in ranges:
+        for code in range(low, high + 1):
+            decomposition = unicodedata.decomposition(chr(code))
+            if decomposition.startswith(tag):
+                plain = unicodedata.normalize("NFKC", chr(code))
+                table[code] = "-" if plain == "\u2212" else plain
+    return table
+
+
+_SUP = _script_table(
+    [(0xB2, 0xB9), (0x2B0, 0x2B8), (0x2E0, 0x2E4), (0x1D2C, 0x1D6A), (0x1D78, 0x1D78),
+     (0x1D9B, 0x1DBF), (0x2070, 0x207F), (0x2C7D, 0x2C7D), (0xA69C, 0xA69D), (0xA770, 0xA770),
+     (0xA7F8, 0xA7F9), (0xAB5C, 0xAB5F)],
+    "<super>",
+)  # fmt: skip
+_SUB = _script_table([(0x1D62, 0x1D6A), (0x2080, 0x209C), (0x2C7C, 0x2C7C)], "<sub>")
+_SCRIPT_RUN = re.compile(
+    "([" + "".join(map(chr, _SUP)) + "]+)|([" + "".join(map(chr, _SUB)) + "]+)"
 )
-_SUBSCRIPT_PLAIN = "0123456789+-=()"
-_SCRIPT_RUN = re.compile(f"([{_SUPERSCRIPTS}]+)|([{_SUBSCRIPTS}]+)")
-_SUP = str.maketrans(_SUPERSCRIPTS, _SUPERSCRIPT_PLAIN)
-_SUB = str.maketrans(_SUBSCRIPTS, _SUBSCRIPT_PLAIN)
+"""Superscript and subscript characters (digits, signs, letters such as ``ˣ`` and ``ⁿ``),
+from their Unicode ``<super>``/``<sub>`` decompositions."""
 
 _INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
@@ -127,7 +142,7 @@ MAX_VISIBLE_CHARS = 2_000_000
 
 def _scripts(match: re.Match[str]) -> str:
     sup, sub = match.group(1), match.group(2)
-    run = (sup or sub).translate(_SUP if sup else _SUB)
+    run = "".join((_SUP if sup else _SUB)[ord(c)] for c in (sup or sub))
     mark = "^" if sup else "_"
     return f"{mark}{run}" if len(run) == 1 else f"{mark}{{{run}}}"
 

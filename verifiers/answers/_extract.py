@@ -265,9 +265,10 @@ _TEXT_WRAPPERS = re.compile(
 
 
 MAX_UNWRAP_LAYERS = 16
-"""Wrappers peeled off an answer at most (``$\\boxed{\\text{5}}$`` is three): each layer
-costs a pass over the answer, so the cap keeps hostile nesting linear. A deeper answer keeps
-its remaining wrappers and does not compare equal."""
+"""Wrappers peeled off an answer at most (``$\\boxed{\\text{5}}$`` is three). Each layer
+costs a pass over what is left, so layers also stop once they have scanned four times the
+answer's length (plus 4 KiB): hostile nesting stays linear. A deeper answer keeps its
+remaining wrappers and does not compare equal."""
 
 
 def unwrap_latex(value: str) -> str:
@@ -280,9 +281,11 @@ def unwrap_latex(value: str) -> str:
     if "\\" not in value and "$" not in value and "*" not in value:
         return value.strip()
     previous = None
+    budget = 4 * len(value) + 4096  # characters all layers may scan together
     for _ in range(MAX_UNWRAP_LAYERS):
-        if previous == value:
+        if previous == value or budget < 0:
             break
+        budget -= len(value)
         previous = value
         boxes = boxed_all(value)
         if boxes and value.strip().startswith(("\\boxed", "\\fbox")):
