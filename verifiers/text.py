@@ -3,6 +3,7 @@ the text as a reader sees it (:func:`visible_text`)."""
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from typing import Any
@@ -54,13 +55,67 @@ def prompt_text(trajectory: Trajectory) -> str:
     return _last_of_role(prompt, "user")
 
 
+_FENCE_LINE = re.compile(r"^([ \t]*)(`{3,}|~{3,})([^\n]*)", re.M)
+_CLOSE_REST = re.compile(r"[ \t]*")
+_TAG = re.compile(r"[ \t]*([^\s`]*)")
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(tag, body)`` of every fenced block, as ``_FENCE.finditer`` reads them, in
+    O(n log n): the regex rescans the rest of the text from every unclosed opening fence
+    (``"```a\n" * n`` is quadratic), this looks each closing line up in an index.
+
+    An opening line ``<indent><fence><info>`` (fence: 3+ backticks or tildes) closes at the
+    first later line that is ``<indent or nothing><the same fence>`` plus spaces; a fence
+    of k characters may also open as any shorter one (the regex backtracks into it).
+    """
+    fences = list(_FENCE_LINE.finditer(text))
+    closes: dict[tuple[str, str], list[int]] = {}
+    for index, match in enumerate(fences):
+        if _CLOSE_REST.fullmatch(match.group(3)):
+            closes.setdefault((match.group(1), match.group(2)), []).append(index)
+
+    def first_close(indent: str, fence: str, after: int) -> int | None:
+        best: int | None = None
+        for key in {(indent, fence), ("", fence)}:
+            found = closes.get(key)
+            if found:
+                at = bisect.bisect_right(found, after)
+                if at < len(found) and (best is None or found[at] < best):
+                    best = found[at]
+        return best
+
+    blocks: list[tuple[str, str]] = []
+    index = 0
+    size_text = len(text)
+    while index < len(fences):
+        match = fences[index]
+        if match.end() >= size_text:  # an opening line needs its newline
+            break
+        indent, fence = match.group(1), match.group(2)
+        found: tuple[int, str] | None = None
+        for size in range(len(fence), 2, -1):
+            close = first_close(indent, fence[:size], index)
+            if close is not None:
+                tag = _TAG.match(fence[size:] + match.group(3))
+                found = (close, tag.group(1) if tag else "")
+                break
+        if found is None:
+            index += 1
+            continue
+        close, tag_text = found
+        blocks.append((tag_text.lower(), text[match.end() + 1 : fences[close].start()]))
+        index = close + 1
+    return blocks
+
+
 def last_code_block(text: str, language: str | None = None) -> str | None:
     """The body of the last fenced block (``` or ~~~), preferring blocks tagged ``language``.
 
     Untagged blocks count as a match for any language. Returns None when there is no
     fenced block at all (callers then usually fall back to the whole text).
     """
-    blocks = [(m.group(3).lower(), m.group(4)) for m in _FENCE.finditer(text)]
+    blocks = _fenced_blocks(text)
     if not blocks:
         # An unterminated final fence (the model ran out of tokens): take what follows it.
         open_fence = re.search(

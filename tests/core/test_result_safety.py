@@ -247,3 +247,25 @@ def test_server_answers_the_whole_batch(tmp_path: Path) -> None:
             ("broken", "fail", 0.0),
         ]
         assert results[1]["feedback"] == "note: \\ud800 café \\udfff"
+
+
+# -- 3. the fenced-block scan is not quadratic -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("```a\n" * 100_000, "```a\n" * 99_999),  # every fence opens, none closes
+        ("```py\n" * 50_000 + "```\n", "```py\n" * 49_999),
+        ("~~~\nx\n" * 50_000, "x\n"),
+    ],
+    ids=["all-unclosed", "one-close", "tilde-pairs"],
+)
+def test_last_code_block_is_fast_on_unclosed_fences(text: str, expected: str) -> None:
+    import time
+
+    from verifiers.text import last_code_block
+
+    started = time.perf_counter()
+    assert last_code_block(text, "python") == expected
+    assert time.perf_counter() - started < 10  # the regex took minutes at this size
