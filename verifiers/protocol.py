@@ -1,11 +1,13 @@
 """The verifier protocol: a ``Spec`` model and ``async verify(trajectory, spec, ctx)``.
 
 A verifier is a class. The engine builds one instance per engine, validates ``task.spec``
-with the class's ``Spec`` model (``task.spec`` omitted means ``Spec()``), and awaits
-``verify`` under the item's deadline. Model failures are returned as ``Result.failed``/
-``Result.scored``; problems the verifier cannot get past are raised as a
-:class:`~verifiers.errors.VerifierError` subclass (or any exception) and become
-``status="error"`` at the engine's one error boundary.
+with the class's ``Spec`` model (``task.spec`` omitted means ``Spec()``; unknown keys are
+``bad_input``, see :func:`parse_spec`), and awaits ``verify`` under the item's deadline.
+Model failures are returned as ``Result.failed``/``Result.scored``, or raised from anywhere
+inside ``verify`` as :class:`~verifiers.errors.InvalidOutput` ("the model's output caused
+this": a ``fail`` with reward 0, also inside ``task.checks``). Problems the verifier cannot get
+past are raised as any other :class:`~verifiers.errors.VerifierError` subclass (or any
+exception) and become ``status="error"`` at the engine's one error boundary.
 
 Example::
 
