@@ -218,6 +218,12 @@ def settings_problems(
             lines.append(f"invalid setting {source}: unknown setting{hint}")
             continue
         info = model.model_fields.get(name)
-        wanted = f"must be {expectation(info)}" if info is not None else str(err["msg"])
+        if err["type"] in ("value_error", "assertion_error") or info is None:
+            # A field validator's own words say best what is allowed.
+            wanted = (
+                str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+            )
+        else:
+            wanted = f"must be {expectation(info)}"
         lines.append(f"invalid setting {source}={_shown(values.get(name))}: {wanted}")
     return lines or [f"invalid settings: {exc}"]
