@@ -321,6 +321,9 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 results = await score_with_slots(engine, slots, items, cfg.engine.concurrency)
         finally:
             in_flight.dec(len(items))
+        # One unwritable result (model text with a lone surrogate) must not turn the whole
+        # batch into an HTTP 500: every result leaves through Result.json_safe.
+        results = [r.json_safe() for r in results]
         for r in results:
             label = r.verifier.split("@", 1)[0] or "none"
             results_total.labels(r.status, label).inc()

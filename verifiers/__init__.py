@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "score_async": "engine",
     "BadInput": "errors",
     "InfraError": "errors",
+    "InvalidOutput": "errors",
     "MissingDependency": "errors",
     "ResourceExhausted": "errors",
     "SandboxUnavailable": "errors",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from .errors import (
         BadInput,
         InfraError,
+        InvalidOutput,
         MissingDependency,
         ResourceExhausted,
         SandboxUnavailable,
@@ -106,6 +108,7 @@ __all__ = [
     "ErrorKind",
     "InfraError",
     "InlineVerifier",
+    "InvalidOutput",
     "Message",
     "MissingDependency",
     "ResourceExhausted",

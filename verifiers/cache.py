@@ -188,7 +188,8 @@ class ResultCache:
         """Store a verdict. ``error`` results are ignored (they must be retried)."""
         if result.status == "error" or self._broken:
             return
-        text = result.model_copy(update={"id": None, "cached": False}).model_dump_json()
+        stored = result.json_safe().model_copy(update={"id": None, "cached": False})
+        text = stored.model_dump_json()
         with self._lock:
             self._pending[key] = text
             if (

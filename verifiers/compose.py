@@ -12,6 +12,11 @@ Rules, in order:
 4. ``combine``: ``mean`` (weighted by ``weight``), ``min``, or ``all`` (1 only if every
    check passed, else 0).
 
+A check the model's output broke (its verifier raised :class:`~verifiers.errors.InvalidOutput`)
+arrives here as a ``fail`` with reward 0, never as an ``error``: the engine's error boundary
+converts it before composition, so rule 1 gates it, ``min`` takes its 0 and ``mean`` counts
+it. Only a failure of a verifier or of the machine reaches rule 2.
+
 Components keep their names: ``<check name>`` holds that check's reward and
 ``<check name>/<component>`` each of its own components, so trainers can log them.
 """

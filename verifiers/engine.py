@@ -30,10 +30,18 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._validation import settings_problems
 from .compose import combine
 from .context import SandboxProvider, VerifierContext
-from .errors import BadInput, InfraError, SandboxUnavailable, VerifierError
-from .protocol import InlineVerifier, Spec, Verifier
+from .errors import (
+    BadInput,
+    InfraError,
+    InvalidOutput,
+    InvalidSettings,
+    SandboxUnavailable,
+    VerifierError,
+)
+from .protocol import InlineVerifier, Spec, Verifier, parse_spec
 from .registry import get_verifier
 from .types import Result, Task, Trajectory
 
@@ -73,15 +81,33 @@ class EngineSettings(BaseModel):
     """Items in flight before results are emitted (default ``4 * concurrency``)."""
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> EngineSettings:
-        """Settings from ``VERIFIERS_*`` environment variables, then ``overrides``."""
+    def from_env(
+        cls, *, labels: Mapping[str, str] | None = None, **overrides: Any
+    ) -> EngineSettings:
+        """Settings from ``VERIFIERS_*`` environment variables, then ``overrides``.
+
+        Args:
+            labels: How to name an override in errors (``{"timeout_s": "--timeout"}``).
+
+        Raises:
+            InvalidSettings: one line per invalid setting, naming its source (flag or
+                variable), its value and the valid range.
+        """
         values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         for name in cls.model_fields:
             raw = os.environ.get(f"VERIFIERS_{name.upper()}")
             if raw is not None:
                 values[name] = raw
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
+                sources[name] = f"VERIFIERS_{name.upper()}"
+        for key, value in overrides.items():
+            if value is not None:
+                values[key] = value
+                sources[key] = (labels or {}).get(key, key)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise InvalidSettings(settings_problems(exc, cls, values, sources)) from None
 
 
 class _LazySandboxes:
@@ -364,12 +390,7 @@ class Engine:
         key = (verifier.name, key_text)
         spec = self._specs.get(key)
         if spec is None:
-            try:
-                spec = verifier.Spec.model_validate(raw or {})
-            except ValidationError as exc:
-                raise BadInput(
-                    f"task.spec for {verifier.name!r}: {validation_message(exc)}"
-                ) from None
+            spec = parse_spec(type(verifier), raw)
             if len(self._specs) > 4096:
                 self._specs.clear()
             self._specs[key] = spec
@@ -433,6 +454,9 @@ def validation_message(exc: ValidationError, limit: int = 3) -> str:
 
 
 def _error_result(exc: Exception, timeout_s: float) -> Result:
+    if isinstance(exc, InvalidOutput):
+        # The model's output broke the check: its fail, never an abstain (errors.py).
+        return Result.failed(str(exc), details={"invalid_output": True})
     if isinstance(exc, TimeoutError):
         return Result.errored("timeout", f"verifier did not finish within {timeout_s:g}s")
     if isinstance(exc, VerifierError):

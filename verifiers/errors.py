@@ -8,13 +8,22 @@ result carries::
     VerifierError                 kind="verifier"  a bug or unexpected state in a verifier
     ├── BadInput                  kind="bad_input" the trajectory / spec / artifact is unusable
     │   ├── UnknownVerifier       kind="bad_input" no verifier registered under that name
+    │   ├── InvalidSettings       kind="bad_input" engine settings out of range (also a ValueError)
     │   └── ResourceExhausted     kind="bad_input" judging the input needs more memory than allowed
     ├── InfraError                kind="infra"     something outside the verifier broke
     │   └── SandboxUnavailable    kind="infra"     no sandbox provider could be reached
     ├── VerifierTimeout           kind="timeout"   the per-item deadline passed
-    └── MissingDependency         kind="infra"     an optional extra is not installed
+    ├── MissingDependency         kind="infra"     an optional extra is not installed
+    └── InvalidOutput             (no error)       the model's output broke the check: a ``fail``
 
-Only ``InfraError`` (and its subclasses) is retried by the engine. Nothing here derives from
+Only ``InfraError`` (and its subclasses) is retried by the engine.
+
+``InvalidOutput`` is how any verifier says "the model's text caused this": a parse failure, an
+overflow, a sympy ``TypeError`` on a formula the model wrote. The engine's error boundary turns
+it into ``status="fail"``, reward 0, its message as feedback, never into an ``error`` (an
+abstain the model could aim for). It crosses worker processes (``kind="output"``) and holds
+inside ``task.checks`` too: a check that raised it is a failed check, so it gates a
+``required`` check and counts as 0 under ``combine="min"``/``"mean"``. Nothing here derives from
 ``BaseException``; timeouts are enforced by killing processes, never by alarm signals.
 
 A *model* failure (wrong answer, crashing candidate code) is never an exception: it is a
@@ -28,6 +37,8 @@ from typing import ClassVar
 __all__ = [
     "BadInput",
     "InfraError",
+    "InvalidOutput",
+    "InvalidSettings",
     "MissingDependency",
     "ResourceExhausted",
     "SandboxUnavailable",
@@ -77,6 +88,19 @@ class UnknownVerifier(BadInput):
         self.installed = installed
 
 
+class InvalidSettings(BadInput, ValueError):
+    """Settings (flags, ``VERIFIERS_*`` variables) that do not validate.
+
+    ``problems`` holds one line per invalid setting: where it came from, its value, and the
+    valid range; the message is those lines joined by newlines, so a CLI prints one line
+    each. Also a ``ValueError``, for callers that validate settings generically.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
 class ResourceExhausted(BadInput):
     """Judging this input ran past a worker's memory limit (a hostile or huge artifact).
 
@@ -112,3 +136,16 @@ class MissingDependency(VerifierError):
         )
         self.module = module
         self.extra = extra
+
+
+class InvalidOutput(VerifierError):
+    """The model's output made the check impossible: that is the model's ``fail``, reward 0.
+
+    Raise it (anywhere inside ``verify``, or inside a worker target) for a failure that the
+    completion or its artifacts caused: text that does not parse, numbers that overflow, a
+    call with the wrong arguments. The message becomes the result's feedback, so say what was
+    wrong with the output and how a correct one looks. Problems of the task (spec,
+    reference) stay :class:`BadInput`; problems of the machine stay :class:`InfraError`.
+    """
+
+    kind = "output"

@@ -528,8 +528,13 @@ class ResultWriter:
         try:
             try:
                 data = _to_json(result)
-            except (PydanticSerializationError, ValueError) as exc:
-                data = _to_json(_unwritable(result, exc))
+            except (PydanticSerializationError, ValueError):
+                # Model text in feedback/details (a lone surrogate) or a stray object: write
+                # the verdict itself, made safe, never an error in its place (json_safe).
+                try:
+                    data = _to_json(result.json_safe())
+                except (PydanticSerializationError, ValueError) as exc:
+                    data = _to_json(_unwritable(result, exc))
             self._handle.write(data + b"\n")
             self.count += 1
             now = time.monotonic()
@@ -622,7 +627,7 @@ class ParquetResultWriter(ResultWriter):
         self._writer = pq.ParquetWriter(self._handle, self._schema)
 
     def write(self, result: Result) -> None:
-        row = result.model_dump(mode="json")
+        row = result.json_safe().model_dump(mode="json")
         for key in _RESULT_JSON_COLUMNS:
             row[key] = None if row[key] is None else json.dumps(row[key])
         self._rows.append(row)

@@ -1,11 +1,13 @@
 """The verifier protocol: a ``Spec`` model and ``async verify(trajectory, spec, ctx)``.
 
 A verifier is a class. The engine builds one instance per engine, validates ``task.spec``
-with the class's ``Spec`` model (``task.spec`` omitted means ``Spec()``), and awaits
-``verify`` under the item's deadline. Model failures are returned as ``Result.failed``/
-``Result.scored``; problems the verifier cannot get past are raised as a
-:class:`~verifiers.errors.VerifierError` subclass (or any exception) and become
-``status="error"`` at the engine's one error boundary.
+with the class's ``Spec`` model (``task.spec`` omitted means ``Spec()``; unknown keys are
+``bad_input``, see :func:`parse_spec`), and awaits ``verify`` under the item's deadline.
+Model failures are returned as ``Result.failed``/``Result.scored``, or raised from anywhere
+inside ``verify`` as :class:`~verifiers.errors.InvalidOutput` ("the model's output caused
+this": a ``fail`` with reward 0, also inside ``task.checks``). Problems the verifier cannot get
+past are raised as any other :class:`~verifiers.errors.VerifierError` subclass (or any
+exception) and become ``status="error"`` at the engine's one error boundary.
 
 Example::
 
@@ -26,23 +28,32 @@ Example::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ._validation import model_error_lines
+from .errors import BadInput
 from .types import Result, Trajectory
 
 if TYPE_CHECKING:
     from .context import VerifierContext
 
-__all__ = ["InlineVerifier", "Spec", "Verifier"]
+__all__ = ["InlineVerifier", "Spec", "Verifier", "parse_spec"]
 
 
 class Spec(BaseModel):
-    """Base of every verifier's settings model. Unknown keys are kept, not rejected,
-    so files written for a newer version still load."""
+    """Base of every verifier's settings model.
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    Unknown keys are rejected (``bad_input`` naming the key and the closest valid one): a
+    misspelt setting that silently keeps its default is the worst bug a reward can have.
+    Forward compatibility goes through the reserved key ``version`` instead (see
+    :func:`parse_spec`): a spec written for a newer verifier says so and gets a clear
+    "upgrade" error rather than a guess.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 SpecT = TypeVar("SpecT", bound=Spec)
@@ -117,6 +128,53 @@ class InlineVerifier(Verifier[SpecT]):
 
     async def verify(self, trajectory: Trajectory, spec: SpecT, ctx: VerifierContext) -> Result:
         return self.check(trajectory, spec)
+
+
+def _version_number(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def parse_spec(cls: type[Verifier[Any]], raw: Mapping[str, Any] | None) -> Spec:
+    """``task.spec`` validated by ``cls.Spec``; omitted means ``Spec()``.
+
+    The key ``version`` is reserved (unless a spec declares a field of that name): the
+    verifier version the spec was written for. A spec for a newer version than the one
+    installed is refused with an upgrade hint; an older or equal one is read as usual.
+
+    Raises:
+        BadInput: an unknown key (naming the closest valid one), a bad value (naming the
+            value and what is accepted), or a spec written for a newer verifier.
+    """
+    where = f"task.spec for {cls.name!r}"
+    values: dict[str, Any] = dict(raw or {})
+    if "version" in values and "version" not in cls.Spec.model_fields:
+        wanted = _version_number(values.pop("version"))
+        installed = _version_number(cls.version)
+        if wanted is None or wanted < 1:
+            raise BadInput(
+                f"{where}: version must be a positive integer (the verifier version the spec "
+                f"was written for), got {raw.get('version') if raw else None!r}"
+            )
+        if installed is not None and wanted > installed:
+            raise BadInput(
+                f"{where}: written for {cls.name}@{wanted}, but {cls.name}@{installed} is "
+                "installed and may not know its settings",
+                hint="upgrade verifiers (and the plugin that provides this verifier)",
+            )
+    try:
+        return cls.Spec.model_validate(values)
+    except ValidationError as exc:
+        lines = model_error_lines(exc, cls.Spec, values, where="task.spec")
+        shown = "; ".join(lines[:3]) + (
+            f"; ... and {len(lines) - 3} more" if len(lines) > 3 else ""
+        )
+        raise BadInput(f"{where}: {shown}") from None
 
 
 def spec_defaults(cls: type[Verifier[Any]]) -> Spec:

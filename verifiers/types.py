@@ -21,6 +21,7 @@ __all__ = [
     "Status",
     "Task",
     "Trajectory",
+    "json_safe",
 ]
 
 Status = Literal["pass", "fail", "error", "skipped"]
@@ -28,6 +29,58 @@ Status = Literal["pass", "fail", "error", "skipped"]
 ``skipped``: the task does not apply (abstain)."""
 
 ErrorKind = Literal["bad_input", "infra", "timeout", "verifier"]
+
+
+def _safe_text(text: str) -> str:
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate ("\ud800" decoded from the model's JSON) cannot be UTF-8: write
+        # it as the escape a reader would have typed, so nothing is lost and the line parses.
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+_JSON_SCALARS = (bool, int, float, type(None))
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` made writable as UTF-8 JSON: the one function every result boundary uses.
+
+    Verifiers copy text from model output into ``feedback`` and ``details``; model output may
+    hold what JSON cannot carry as UTF-8 (a lone surrogate from ``json.loads`` of the model's
+    ``"\\ud800"``) or a verifier may leave a non-JSON object behind. Either would make the
+    whole output line (or a whole HTTP batch) fail to serialise, so the writers (CLI file,
+    cache, reward server) pass results through here: unpaired surrogates become their
+    ``\\uXXXX`` escape as text, dict keys become strings, tuples and sets lists, and any
+    other object its ``str``. Returns ``value`` itself (no copy) when nothing needed fixing,
+    so the common case costs one walk and no allocation. Linear in the size of ``value``.
+    """
+    if isinstance(value, str):
+        return _safe_text(value)
+    if isinstance(value, _JSON_SCALARS):
+        return value
+    if isinstance(value, dict):
+        changed = False
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            safe_key = _safe_text(key) if isinstance(key, str) else _safe_text(str(key))
+            safe_item = json_safe(item)
+            changed = changed or safe_key is not key or safe_item is not item
+            out[safe_key] = safe_item
+        return out if changed else value
+    if isinstance(value, list):
+        items = [json_safe(item) for item in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items
+    if isinstance(value, tuple | set | frozenset):
+        return [json_safe(item) for item in value]
+    if isinstance(value, BaseModel):
+        return json_safe(value.model_dump(mode="python"))
+    return _safe_text(str(value))
 
 
 class Message(BaseModel):
@@ -183,6 +236,28 @@ class Result(BaseModel):
         if (self.status == "error") != (self.error is not None):
             raise ValueError("'error' is set exactly when status is 'error'")
         return self
+
+    def json_safe(self) -> Result:
+        """This result with every string and detail writable as UTF-8 JSON (see
+        :func:`json_safe`); ``self`` when nothing needed fixing."""
+        update: dict[str, Any] = {}
+        for field in ("id", "feedback", "verifier"):
+            value = getattr(self, field)
+            if isinstance(value, str):
+                safe = _safe_text(value)
+                if safe is not value:
+                    update[field] = safe
+        details = json_safe(self.details)
+        if details is not self.details:
+            update["details"] = details
+        components = {_safe_text(k): v for k, v in self.components.items()}
+        if any(a is not b for a, b in zip(components, self.components, strict=True)):
+            update["components"] = components
+        if self.error is not None:
+            message = _safe_text(self.error.message)
+            if message is not self.error.message:
+                update["error"] = self.error.model_copy(update={"message": message})
+        return self.model_copy(update=update) if update else self
 
     # -- constructors verifiers use ------------------------------------------------------
 

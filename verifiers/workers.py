@@ -24,6 +24,7 @@ from typing import Any
 from .errors import (
     BadInput,
     InfraError,
+    InvalidOutput,
     ResourceExhausted,
     VerifierError,
     VerifierTimeout,
@@ -34,6 +35,7 @@ __all__ = ["WorkerPool", "run_inline"]
 _KINDS: dict[str, type[VerifierError]] = {
     "bad_input": BadInput,
     "infra": InfraError,
+    "output": InvalidOutput,
     "timeout": VerifierTimeout,
     "verifier": VerifierError,
 }

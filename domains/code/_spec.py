@@ -21,7 +21,7 @@ __all__ = [
 
 
 class _Kind(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class AssertTests(_Kind):
@@ -44,7 +44,7 @@ class AssertTests(_Kind):
 class IoCase(BaseModel):
     """One stdin/stdout case."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     stdin: str = ""
     stdout: str
@@ -68,7 +68,7 @@ class IoTests(_Kind):
 class CallCase(BaseModel):  # type: ignore[no-redef]  # pydantic-mypy: field "kwargs" vs its **kwargs
     """One call: ``entry_point(*args, **kwargs)`` should return ``expected`` (or raise)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     args: list[Any] = Field(default_factory=list)
     kwargs: dict[str, Any] = Field(default_factory=dict)

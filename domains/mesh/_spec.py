@@ -173,7 +173,7 @@ class Clearance(_Body):
 class Constraints(BaseModel):
     """The constraint table (``spec.constraints``): each set key is one component."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     closed: bool = True
     """Gate: the mesh must be a closed volume (watertight, consistently wound, volume > 0).

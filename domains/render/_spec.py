@@ -7,7 +7,8 @@ The shape is a public contract (files written today keep working)::
                 "objects": [{"name": "Table", "type": "MESH",
                              "bbox": {"min": [-1, -1, 0], "max": [1, 1, 1], "tol": 0.05}}]}}
 
-Extra keys are allowed everywhere (ignored), so files written for a newer version still load.
+Unknown keys are rejected everywhere (``bad_input`` naming the closest valid key); a spec for a
+newer version says so with ``version`` (see ``verifiers.protocol.parse_spec``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ Vec3 = tuple[float, float, float]
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class BBoxExpect(_Open):

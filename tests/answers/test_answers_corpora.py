@@ -22,7 +22,7 @@ import verifiers
 from verifiers import Result, Trajectory, VerifierContext, VerifierError, get_verifier
 
 REPO = Path(__file__).resolve().parents[2]
-CORPORA = ("exact", "numeric", "math", "regex")
+CORPORA = ("exact", "numeric", "math", "regex", "attacks")
 
 
 def _lines(name: str) -> list[dict[str, Any]]:

@@ -39,3 +39,9 @@ def bad(payload: Any) -> Any:
 def noisy(payload: Any) -> Any:
     print("this must not corrupt the protocol")
     return "quiet"
+
+
+def reject(payload: Any) -> Any:
+    from verifiers.errors import InvalidOutput
+
+    raise InvalidOutput(f"cannot read {payload!r}: expected a number")

@@ -9,7 +9,7 @@ import verifiers
 
 PUBLIC = {
     "Artifact", "BadInput", "Check", "Engine", "EngineSettings", "ErrorInfo", "ErrorKind",
-    "InfraError", "InlineVerifier", "Message", "MissingDependency", "ResourceExhausted", "Result",
+    "InfraError", "InlineVerifier", "InvalidOutput", "Message", "MissingDependency", "ResourceExhausted", "Result",
     "SandboxUnavailable", "Spec", "Status", "Task", "Trajectory", "UnknownVerifier", "Verifier",
     "VerifierContext", "VerifierError", "VerifierTimeout", "__version__", "completion_text",
     "get_verifier", "installed_verifiers", "last_code_block", "prompt_text", "register", "score",

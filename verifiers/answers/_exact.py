@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 from ..errors import BadInput
 from ..protocol import InlineVerifier
 from ..registry import register
-from ..text import completion_text
+from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, RegexTimeout, compile_pattern, quote, references_as_text
 from ._extract import (
@@ -65,12 +65,12 @@ def normalize_text(
 ) -> str:
     """The canonical form compared in ``string`` mode.
 
-    Unicode is NFKC-folded (full-width digits, ligatures), LaTeX/Markdown wrappers are dropped
-    (``\\boxed{}``, ``\\text{}``, ``$``), whitespace is collapsed.
+    Text is read as a reader sees it (:func:`verifiers.text.visible_text`: invisible
+    characters dropped, dashes as ``-``, superscripts as ``^n``, NFKC, Latin look-alikes
+    folded), LaTeX/Markdown wrappers are dropped (``\\boxed{}``, ``\\text{}``, ``$``),
+    whitespace is collapsed.
     """
-    text = unwrap_latex(text)
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+    text = unwrap_latex(visible_text(text, confusables=True))
     if "\\" in text or "~" in text:
         text = text.replace("\\%", "%").replace("\\$", "$").replace("~", " ")
     if ignore_case:
@@ -110,6 +110,10 @@ def _choice_patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str], re
     return value, hedge, bold
 
 
+MAX_CHOICE_CHARS = 1_000
+"""A place (tag, box, phrase, line) longer than this names no option letter: a choice is a
+letter, and the cap keeps unwrapping a hostile box linear."""
+
 _CHOICE_CACHE: dict[str, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
 
 
@@ -121,6 +125,8 @@ def _letter_in_value(value: str, letters: str, strict: bool = False) -> tuple[st
     ``strict`` (for a bare last line, where no "answer is" announces a letter): the letter must
     stand alone or be closed by ``)``, ``.`` or ``:``, so "A common mistake ..." is not A.
     """
+    if len(value) > MAX_CHOICE_CHARS:
+        return None, False
     pats = _CHOICE_CACHE.get(letters)
     if pats is None:
         pats = _CHOICE_CACHE[letters] = _choice_patterns(letters)
@@ -193,6 +199,10 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
     def check(self, trajectory: Trajectory, spec: ExactSpec) -> Result:
         references = references_as_text(trajectory.task.reference, NAME)
         text = completion_text(trajectory)
+        if len(text) > spec.max_answer_chars * 10:
+            # Keep the tail, where the final answer is; the cap bounds the inline work.
+            text = text[-spec.max_answer_chars * 10 :]
+        text = visible_text(text)
         if spec.mode == "choice":
             return self._choice(text, references, spec)
         answer, source = extract_answer(text, spec.extract, thinking=spec.strip_thinking)

@@ -29,8 +29,6 @@ Extract = Literal["auto", "boxed", "answer_tag", "answer_phrase", "last_line", "
 and ``last_line`` in that order; the others use one place only; ``full`` takes the whole text."""
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
-_ANSWER_TAG_OPEN = re.compile(r"<answer>(.*)\Z", re.S | re.I)
 # "The final answer is: X", "Answer: X", "**Final Answer**: X", "答案: X". The value runs to
 # the end of its line; callers trim sentence punctuation.
 _PHRASE = re.compile(
@@ -42,24 +40,32 @@ _PHRASE = re.compile(
 """Matched at a keyword found by :func:`answer_phrase` ("answer", or "option"/"choice" after
 "correct"), so the scan costs one ``str.rfind`` per occurrence instead of a regex attempt at
 every position of a long chain of thought."""
-_THINK_END = re.compile(r"</think(?:ing)?>", re.I)
+_THINK_END = re.compile(r"</\s*think(?:ing)?\s*>", re.I)
+_THINK_OPEN = re.compile(r"<\s*think(?:ing)?(?:\s[^<>]{0,200})?>", re.I)
 
 
 def strip_thinking(text: str) -> str:
     """The text after the last ``</think>``; the whole text when there is no think block.
 
     Reasoning models put scratch work (with many candidate answers) in a think block; the
-    answer is what follows it. A think block that was opened and never closed means the
-    model ran out of tokens while thinking: only what came before it counts (usually
-    nothing, so no answer is found). A closed block with nothing after it is read instead of
-    the empty tail: the model put its answer inside.
+    answer is what follows it. ``<think>``, ``<thinking>`` and any letter case count, with
+    spaces or attributes inside the tag (``<THINK>``, ``<Thinking>``, ``< think >``).
+
+    A think block that was opened and never closed means the model ran out of tokens while
+    thinking (or hopes its scratch work is read as the answer): only what came before the
+    opening tag counts, usually nothing, so no answer is found and the item fails. A closed
+    block with nothing after it is read instead of the empty tail: the model put its answer
+    inside. Linear: one pass per tag pattern.
     """
     last = None
     for match in _THINK_END.finditer(text):
         last = match
-    start = text.rfind("<think>")
-    if start >= 0 and (last is None or start > last.start()):
-        return text[:start]
+    start = -1
+    for match in _THINK_OPEN.finditer(text, last.end() if last is not None else 0):
+        start = match.start()
+        break
+    if start >= 0:
+        return text[:start] if last is None else text[last.end() : start]
     if last is None:
         return text
     tail = text[last.end() :]
@@ -70,46 +76,76 @@ def boxed_all(text: str) -> list[str]:
     """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` in order, braces balanced.
 
     ``\\boxed 5`` (no braces, one token) is also accepted. An unbalanced box (the model ran
-    out of tokens) yields what follows it.
+    out of tokens) yields what follows it, and ends the scan: every later box is inside it.
+    One pass over the text (``"\\boxed{" * n`` and ``"\\boxed x " * n`` are linear).
     """
     found: list[str] = []
     pos = 0
+    size = len(text)
     while True:
         match = _BOXED.search(text, pos)
         if match is None:
             return found
         start = match.end()
-        if start < len(text) and text[start] == "{":
+        if start < size and text[start] == "{":
             depth = 0
-            end = start
-            while end < len(text):
-                char = text[end]
-                if char == "\\":
-                    end += 2
-                    continue
+            end = size
+            for brace in _BRACE_OR_ESCAPE.finditer(text, start):
+                char = brace.group(0)[0]
                 if char == "{":
                     depth += 1
                 elif char == "}":
                     depth -= 1
                     if depth == 0:
+                        end = brace.start()
                         break
-                end += 1
             found.append(text[start + 1 : end])
+            if end >= size:
+                return found
             pos = end + 1
         else:
-            token = re.match(r"[^\s$\\]+", text[start:])
+            token = _BOX_TOKEN.match(text, start)
             if token is not None:
                 found.append(token.group(0))
             pos = start + 1
 
 
+_BOX_TOKEN = re.compile(r"[^\s$\\]+")
+_BRACE_OR_ESCAPE = re.compile(r"\\.|[{}]", re.S)
+"""A brace, or a backslash with the character it escapes (``\\{`` is not a brace)."""
+
+
 def answer_tag(text: str) -> str | None:
-    """Content of the last ``<answer>...</answer>`` (or of an unclosed final ``<answer>``)."""
-    matches = _ANSWER_TAG.findall(text)
-    if matches:
-        return str(matches[-1]).strip()
-    unclosed = _ANSWER_TAG_OPEN.search(text)
-    return unclosed.group(1).strip() if unclosed else None
+    """Content of the last ``<answer>...</answer>`` (or of an unclosed final ``<answer>``).
+
+    Pairs are read left to right as a lazy regex would (each ``<answer>`` closes at the next
+    ``</answer>``), from the tag positions alone: linear, where ``<answer>(.*?)</answer>``
+    rescans to the end of the text from every unclosed tag.
+    """
+    opens = [m.end() for m in _OPEN_TAG.finditer(text)]
+    if not opens:
+        return None
+    closes = [m.start() for m in _CLOSE_TAG.finditer(text)]
+    last: tuple[int, int] | None = None
+    ci = 0
+    oi = 0
+    while oi < len(opens):
+        start = opens[oi]
+        while ci < len(closes) and closes[ci] < start:
+            ci += 1
+        if ci == len(closes):
+            break
+        last = (start, closes[ci])
+        after = closes[ci] + len("</answer>")
+        while oi < len(opens) and opens[oi] - len("<answer>") < after:
+            oi += 1
+    if last is not None:
+        return text[last[0] : last[1]].strip()
+    return text[opens[0] :].strip()
+
+
+_OPEN_TAG = re.compile(r"<answer>", re.I)
+_CLOSE_TAG = re.compile(r"</answer>", re.I)
 
 
 def answer_phrase(text: str) -> str | None:
@@ -228,6 +264,13 @@ _TEXT_WRAPPERS = re.compile(
 )
 
 
+MAX_UNWRAP_LAYERS = 16
+"""Wrappers peeled off an answer at most (``$\\boxed{\\text{5}}$`` is three). Each layer
+costs a pass over what is left, so layers also stop once they have scanned four times the
+answer's length (plus 4 KiB): hostile nesting stays linear. A deeper answer keeps its
+remaining wrappers and does not compare equal."""
+
+
 def unwrap_latex(value: str) -> str:
     """Remove presentation wrappers a model puts around a short answer.
 
@@ -238,7 +281,11 @@ def unwrap_latex(value: str) -> str:
     if "\\" not in value and "$" not in value and "*" not in value:
         return value.strip()
     previous = None
-    while previous != value:
+    budget = 4 * len(value) + 4096  # characters all layers may scan together
+    for _ in range(MAX_UNWRAP_LAYERS):
+        if previous == value or budget < 0:
+            break
+        budget -= len(value)
         previous = value
         boxes = boxed_all(value)
         if boxes and value.strip().startswith(("\\boxed", "\\fbox")):

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import BadInput
 from ..protocol import InlineVerifier, Spec
 from ..registry import register
-from ..text import completion_text
+from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import RegexTimeout, SafePattern, compile_pattern, quote
 
@@ -137,11 +137,15 @@ class FormatRegex(InlineVerifier[FormatSpec]):
     def check(self, trajectory: Trajectory, spec: FormatSpec) -> Result:
         tags, rules = _rules(spec)
         text = completion_text(trajectory)
+        too_long = len(text) > spec.max_chars
+        if not too_long:
+            # What a reader sees: a zero-width space or a Cyrillic look-alike must not dodge
+            # a forbidden pattern (nor fake a required one).
+            text = visible_text(text, confusables=True)
         if spec.strip:
             text = text.strip()
         components: dict[str, float] = {}
         problems: list[str] = []
-        too_long = len(text) > spec.max_chars
         if tags:
             ok, why = (
                 (False, "completion too long")

@@ -3,20 +3,29 @@
 Handles thousands separators (``1,234,567``), currency (``$``, ``€``, ``£``, ``¥``, ``₹``,
 ``USD``), scientific notation (``1.2e-3``, ``1.2 \\times 10^{-3}``), fractions (``3/4``,
 ``\\frac{3}{4}``), percent (``12.5%``, ``12.5\\%``, ``12.5 percent``), scale words
-(``1.2 million``), accounting negatives (``(1,234)``), and the Unicode minus. European
-decimal commas (``1.234,5``) are not read: ``1.234`` is one and a quarter-ish, not 1234.
+(``1.2 million``), accounting negatives (``(1,234)``), and every Unicode dash or minus
+(U+2010 ``‐5`` is minus five). European decimal commas (``1.234,5``) are not read: ``1.234``
+is one and a quarter-ish, not 1234.
 
-Everything here is regex-driven with linear patterns, safe on untrusted text.
+Text is first read as a reader sees it (:func:`verifiers.text.visible_text`): invisible
+characters dropped, superscripts kept as exponents, so ``2⁵`` is 32 and ``1²`` is 1, never
+25 or 12. A power of plain numbers (``2^5``, ``1.5^{2}``) is evaluated; any other power
+(``2^{x}``, ``2^{0.5}``) is not a number here.
+
+Everything here is regex-driven with linear patterns, safe on untrusted text: no pattern can
+rescan a run of the input from each of its positions (the ``\\times 10^k`` pattern starts only
+at the first space of a run).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["Number", "find_numbers", "normalize_numeric_text", "parse_number"]
+from ..text import visible_text
+
+__all__ = ["Number", "find_numbers", "normalize_numeric_text", "one_reading", "parse_number"]
 
 SCALES = {
     "thousand": 1e3,
@@ -41,30 +50,89 @@ class Number:
     text: str = ""
     """The matched text, for feedback."""
 
-    def readings(self, percent: str, scale: str) -> list[float]:
-        """The values this number may stand for under the verifier's percent/scale policy."""
-        base = [self.value]
-        if self.percent:
-            base = {"fraction": [self.value / 100], "number": [self.value]}.get(
-                percent, [self.value / 100, self.value]
-            )
-        if self.scale != 1.0:
-            scaled = [v * self.scale for v in base]
-            base = {"apply": scaled, "ignore": base}.get(scale, scaled + base)
-        return base
+    @property
+    def contradictory(self) -> bool:
+        """A percent with a scale word (``4.2% thousand``) is not one number."""
+        return self.percent and self.scale != 1.0
 
 
-_MINUS = dict.fromkeys(map(ord, "\u2212\ufe63\uff0d\u2012\u2013"), "-")
+def _nearer(candidates: tuple[float, float], other: float) -> float:
+    return min(candidates, key=lambda c: abs(c - other))
+
+
+def one_reading(got: Number, ref: Number, percent: str, scale: str) -> tuple[float, float]:
+    """The single pair of values compared for ``got`` against ``ref``.
+
+    At most one reading of an answer is tried against a reference, so leniency never
+    multiplies (``4.2% thousand`` must not match 42, 4200, 4.2 and 0.042; ``0.125%`` must not
+    pass ``12.5%``). Percent (``percent``): ``fraction`` reads ``x%`` as ``x/100`` on both
+    sides, ``number`` as ``x``; ``either``: when both sides are written the same way (both
+    with ``%`` or neither) they compare as written; when only one side has ``%`` (a reference
+    of 12.5 or of 0.125 for an answer of 12.5%), that side is read as whichever of ``x`` and
+    ``x/100`` is nearer the other side. Scale words (``scale``) the same way: ``apply``
+    multiplies, ``ignore`` does not; ``either``: the same word on both sides (or none)
+    compares as written, different words are applied, and a word on one side only is applied
+    or not, whichever is nearer the other side.
+    """
+    g, r = got.value, ref.value
+    if got.percent or ref.percent:
+        if percent == "fraction":
+            g, r = (g / 100 if got.percent else g), (r / 100 if ref.percent else r)
+        elif percent == "either" and got.percent != ref.percent:
+            if got.percent:
+                g = _nearer((g, g / 100), r * (ref.scale if ref.scale != 1.0 else 1.0))
+            else:
+                r = _nearer((r, r / 100), g * (got.scale if got.scale != 1.0 else 1.0))
+    if got.scale != 1.0 or ref.scale != 1.0:
+        if scale == "apply" or (scale == "either" and got.scale != 1.0 and ref.scale != 1.0):
+            if not (scale == "either" and got.scale == ref.scale):
+                g, r = g * got.scale, r * ref.scale
+        elif scale == "either":
+            if got.scale != 1.0:
+                g = _nearer((g, g * got.scale), r)
+            else:
+                r = _nearer((r, r * ref.scale), g)
+    return g, r
+
+
 _LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*([-+]?[\d.,]+)\s*\}\s*\{\s*([-+]?[\d.,]+)\s*\}")
 _LATEX_FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)(\d)")
-_TIMES_TEN = re.compile(r"\s*(?:\\times|\\cdot|×|\*|·)\s*10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?")
+_TIMES_TEN = re.compile(
+    r"(?<!\s)\s*(?:\\times|\\cdot|×|\*|·)\s*10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?"
+)
 _TEN_POW = re.compile(r"(?<![\d.])10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?")
+_POWER = re.compile(
+    r"(?<![\w.^])(\d+(?:\.\d+)?)\s*\^\s*(?:\{\s*([-+]?\d{1,3})\s*\}|([-+]?\d{1,3}))(?![\d.])"
+)
+_OTHER_POWER = re.compile(r"\^\s*(?:\{[^{}]{0,64}\}|[-+]?[\w.]*)")
+
+
+def _drop_powers(text: str) -> str:
+    """Blank out ``base ^ exponent`` (base digits included): neither is the number."""
+    out: list[str] = []
+    last = 0
+    for match in _OTHER_POWER.finditer(text):
+        out.append(text[last : match.start()].rstrip().rstrip("0123456789.").rstrip())
+        out.append(" ^ ")
+        last = match.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _power(match: re.Match[str]) -> str:
+    exponent = int(match.group(2) or match.group(3))
+    try:
+        value = float(match.group(1)) ** exponent
+    except (OverflowError, ZeroDivisionError):
+        return " ^ "
+    if not math.isfinite(value) or abs(exponent) > 64:
+        return " ^ "
+    return format(value, ".15g")
 
 
 def normalize_numeric_text(text: str) -> str:
     """Rewrite LaTeX and Unicode number notation into plain ASCII the scanner reads."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text).translate(_MINUS)
+    text = visible_text(text)
     if "\\" not in text and "{" not in text and "^" not in text:
         return text  # nothing below applies to plain text
     text = (
@@ -81,6 +149,10 @@ def normalize_numeric_text(text: str) -> str:
     text = _LATEX_FRAC_SHORT.sub(r"\1/\2", text)
     text = _TIMES_TEN.sub(r"e\1", text)
     text = _TEN_POW.sub(r"1e\1", text)
+    if "^" in text:
+        text = _POWER.sub(_power, text)
+        # What is left is a power of something else: no number may be read out of it.
+        text = _drop_powers(text)
     return text
 
 
@@ -153,15 +225,17 @@ def find_numbers(text: str, *, normalized: bool = False) -> list[Number]:
     return found
 
 
-_WRAPPER = re.compile(r"^[\s$]*(.*?)[\s$.]*$", re.S)
-
-
 def parse_number(text: str) -> Number | None:
     """``text`` as exactly one number (surrounding ``$...$`` and spaces allowed), else None."""
     text = normalize_numeric_text(text).strip()
     text = re.sub(r"\\(?:text|mathrm|textbf|mbox)\s*\{([^{}]*)\}", r"\1", text)
-    inner = _WRAPPER.match(text)
-    body = inner.group(1) if inner else text
+    # Surrounding spaces and ``$`` (and a final full stop): str methods, linear, where the
+    # regex ``^[\s$]*(.*?)[\s$.]*$`` retried its tail at every position.
+    body = text.lstrip().lstrip("$").strip()
+    while body.endswith(("$", ".")) or body[-1:].isspace():
+        body = body.rstrip().rstrip("$.")
+    while body.startswith("$") or body[:1].isspace():
+        body = body.lstrip().lstrip("$")
     for candidate in (text, body):
         match = _NUMBER.fullmatch(candidate.strip())
         if match is not None:

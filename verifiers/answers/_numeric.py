@@ -11,11 +11,11 @@ from pydantic import Field
 from ..errors import BadInput
 from ..protocol import InlineVerifier
 from ..registry import register
-from ..text import completion_text
+from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote
 from ._extract import answer_phrase, answer_tag, boxed_all, last_line, strip_thinking
-from ._numbers import Number, find_numbers, parse_number
+from ._numbers import Number, find_numbers, one_reading, parse_number
 
 __all__ = ["NumericAnswer", "NumericSpec", "extract_number"]
 
@@ -44,13 +44,20 @@ class NumericSpec(AnswerSpec):
     completion must be one number."""
     rel_tol: float = Field(default=1e-4, ge=0.0)
     """Relative tolerance, as a fraction of the reference (``0.01`` = 1%)."""
-    abs_tol: float = Field(default=1e-8, ge=0.0)
-    """Absolute tolerance; a match needs ``|got - ref| <= max(abs_tol, rel_tol * |ref|)``."""
+    abs_tol: float = Field(default=0.0, ge=0.0)
+    """Absolute tolerance; a match needs ``|got - ref| <= max(abs_tol, rel_tol * |ref|)``.
+    Default 0: the tolerance is relative to the reference's magnitude, so ``0`` never passes
+    a tiny reference (9.109e-31) and a reference of 0 needs exactly 0. Set it when the
+    task's quantity has a natural absolute precision."""
     percent: Literal["either", "fraction", "number"] = "either"
-    """How ``12.5%`` reads: ``fraction`` = 0.125, ``number`` = 12.5, ``either`` accepts both
-    (so it matches a reference of ``0.125`` or ``12.5``). Applies to references too."""
+    """How ``12.5%`` reads: ``fraction`` = 0.125, ``number`` = 12.5; ``either``: written the
+    same way on both sides they compare as written (``0.125%`` is not ``12.5%``), and a
+    ``%`` on one side only is read as whichever of x and x/100 is nearer the other side (so
+    ``12.5%`` matches a reference of ``0.125`` or of ``12.5``). One reading per reference."""
     scale_words: Literal["either", "apply", "ignore"] = "either"
-    """How ``1.2 million`` reads: ``apply`` = 1,200,000, ``ignore`` = 1.2, ``either`` both."""
+    """How ``1.2 million`` reads: ``apply`` = 1,200,000, ``ignore`` = 1.2; ``either``: the
+    same word on both sides compares as written, a word on one side only is applied or not,
+    whichever is nearer. A percent with a scale word (``4.2% thousand``) is not a number."""
 
 
 AMBIGUOUS = "several_numbers"
@@ -118,6 +125,10 @@ def _reference_numbers(reference: object) -> list[Number]:
             number = parse_number(item)
             if number is None:
                 raise BadInput(f"{NAME}: task.reference {quote(item)} is not a number")
+            if number.contradictory:
+                raise BadInput(
+                    f"{NAME}: task.reference {quote(item)} has both a percent and a scale word"
+                )
             out.append(number)
         else:
             raise BadInput(
@@ -150,6 +161,9 @@ class NumericAnswer(InlineVerifier[NumericSpec]):
             raise BadInput(f"{NAME} needs task.reference (the expected number)")
         references = _reference_numbers(trajectory.task.reference)
         text = completion_text(trajectory)
+        if len(text) > spec.max_answer_chars * 20:
+            text = text[-spec.max_answer_chars * 20 :]  # bounds the inline work (linear)
+        text = visible_text(text)
         if spec.strip_thinking:
             text = strip_thinking(text)
         if len(text) > spec.max_answer_chars * 10:
@@ -168,16 +182,20 @@ class NumericAnswer(InlineVerifier[NumericSpec]):
                 details={"extract": spec.extract},
             )
         details: dict[str, object] = {"answer": got.text, "source": source, "value": got.value}
+        if got.contradictory:
+            return Result.failed(
+                f"{got.text!r} is a percent with a scale word: give one number",
+                details=details,
+            )
         best: tuple[float, float, float] | None = None  # (abs err, got, ref)
         for reference in references:
-            for ref_value in reference.readings(spec.percent, spec.scale_words):
-                for value in got.readings(spec.percent, spec.scale_words):
-                    err = abs(value - ref_value)
-                    if err <= max(spec.abs_tol, spec.rel_tol * abs(ref_value)):
-                        details["matched"] = ref_value
-                        return Result.scored(1.0, feedback="correct", details=details)
-                    if best is None or err < best[0]:
-                        best = (err, value, ref_value)
+            value, ref_value = one_reading(got, reference, spec.percent, spec.scale_words)
+            err = abs(value - ref_value)
+            if err <= max(spec.abs_tol, spec.rel_tol * abs(ref_value)):
+                details["matched"] = ref_value
+                return Result.scored(1.0, feedback="correct", details=details)
+            if best is None or err < best[0]:
+                best = (err, value, ref_value)
         assert best is not None
         err, value, ref_value = best
         details["abs_err"] = err

@@ -208,7 +208,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     except VerifierError as exc:
         hint = f" (hint: {exc.hint})" if exc.hint else ""
-        print(f"verifiers: error: {exc.message}{hint}", file=stderr)
+        lines = exc.message.splitlines() or [""]
+        lines[-1] += hint
+        for line in lines:  # InvalidSettings: one line per invalid setting
+            print(f"verifiers: error: {line}", file=stderr)
         return 1
     except KeyboardInterrupt:
         print("verifiers: interrupted", file=stderr)

@@ -135,17 +135,26 @@ def _settings(args: argparse.Namespace) -> EngineSettings:
     cache: bool | Path | None = (
         False if args.no_cache else (args.cache_path or (None if env_cache else True))
     )
-    try:
-        return EngineSettings.from_env(
-            concurrency=args.concurrency,
-            timeout_s=args.timeout,
-            retries=args.retries,
-            workers=args.workers,
-            sandbox=args.sandbox,
-            cache=cache,
-        )
-    except ValueError as exc:
-        raise BadInput(f"invalid setting: {exc}".splitlines()[0]) from None
+    return EngineSettings.from_env(
+        labels=_FLAGS,
+        concurrency=args.concurrency,
+        timeout_s=args.timeout,
+        retries=args.retries,
+        workers=args.workers,
+        sandbox=args.sandbox,
+        cache=cache,
+    )
+
+
+_FLAGS = {
+    "concurrency": "--concurrency",
+    "timeout_s": "--timeout",
+    "retries": "--retries",
+    "workers": "--workers",
+    "sandbox": "--sandbox",
+    "cache": "--cache-path",
+}
+"""Settings named as the flag that set them, in error lines."""
 
 
 class _Progress:

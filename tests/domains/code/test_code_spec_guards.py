@@ -14,8 +14,10 @@ def _spec(tests: dict[str, object]) -> CodeTestsSpec:
 
 def test_a_call_case_must_say_what_it_expects() -> None:
     # "expect" (typo) used to default expected to None: `def f(x): pass` then scored 1.0.
-    with pytest.raises(ValidationError, match="expected"):
+    with pytest.raises(ValidationError, match="expect"):  # strict specs: an unknown key
         _spec({"kind": "call", "entry_point": "f", "cases": [{"args": [1], "expect": 2}]})
+    with pytest.raises(ValidationError, match="expected"):
+        _spec({"kind": "call", "entry_point": "f", "cases": [{"args": [1]}]})
     explicit_none = _spec(
         {"kind": "call", "entry_point": "f", "cases": [{"args": [1], "expected": None}]}
     )

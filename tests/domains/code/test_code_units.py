@@ -205,8 +205,10 @@ def test_issue_spec_shapes_validate() -> None:
         {"tests": {"kind": "pytest", "files": {"test_f.py": "..."}}},
     ]
     for shape in shapes:
-        spec = CodeTestsSpec.model_validate({**shape, "future_field": 1})
+        spec = CodeTestsSpec.model_validate(shape)
         assert spec.tests.kind == shape["tests"]["kind"]
+        with pytest.raises(ValueError, match="future_field"):  # strict specs (issue 19)
+            CodeTestsSpec.model_validate({**shape, "future_field": 1})
 
 
 def test_spec_defaults_and_rejections() -> None:

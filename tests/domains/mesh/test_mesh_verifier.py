@@ -61,10 +61,11 @@ def test_issue_spec_shape_validates() -> None:
                 "inside": [[0, 0, 5]],
                 "outside": [[0, 0, 50]],
             },
-            "future_option": 3,
         }
     )
     assert spec.constraints.genus == 1 and spec.constraints.min_thickness == 1.0
+    with pytest.raises(ValueError, match="future_option"):  # strict specs (issue 19)
+        MeshSpec.model_validate({"future_option": 3})
 
 
 @pytest.mark.parametrize(
@@ -146,15 +147,16 @@ def test_binary_stl_face_budget_is_checked_before_parsing(tmp_path: Path) -> Non
     assert r.status == "fail" and "1280 faces, more than the 100" in r.feedback
 
 
-def test_unknown_constraints_are_reported(shared_data: Path) -> None:
+def test_unknown_constraints_are_bad_input(shared_data: Path) -> None:
+    # Strict specs (issue 19): a misspelt constraint must not silently go unchecked.
     traj = {
         "completion": "",
         "task": {"verifier": "mesh.constraints", "spec": {"constraints": {"volumee": 1}}},
         "artifacts": {"mesh": {"path": "unit_cube.STL"}},
     }
-    r = _run(traj, shared_data / "meshes")
-    assert r.status == "pass" and r.details["ignored"] == ["volumee"]
-    assert "ignored unknown constraints: volumee" in r.feedback
+    [r] = verifiers.score([traj], base_dir=shared_data / "meshes", sandbox="none")
+    assert r.status == "error" and r.error is not None and r.error.kind == "bad_input"
+    assert "unknown key 'volumee' (did you mean 'volume'?)" in r.error.message
 
 
 def test_worker_process_hop_and_memory_limit(shared_data: Path) -> None:

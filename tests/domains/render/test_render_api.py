@@ -63,7 +63,6 @@ def test_spec_shape_from_the_issue_loads() -> None:
                     }
                 ],
             },
-            "a_future_key": {"anything": 1},
         }
     )
     assert spec.resolution == (64, 64)
