@@ -422,6 +422,8 @@ _PERCENT_WORD = re.compile(
 # "6 and 8", "2 or 3", "(11,7)or(7,11)", ", and": connectives separate answers.
 _CONNECTIVE = re.compile(r"(?:,\s*)?(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])(?:\s*,)?")
 _BARE_SET = re.compile(r"^\s*\{")
+# "6.62607015e-34", "1E5": scientific notation (a decimal mantissa or a capital E), not e.
+_SCIENTIFIC = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?=E))[eE]([+-]?\d{1,3})(?![\w.])")
 
 
 def _bare_braces_as_set(text: str) -> str:
@@ -455,6 +457,7 @@ def latex_to_plain(text: str) -> str:
     text = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", text)
     text = text.replace("\\$", "").replace("$", " ")
     text = _THOUSANDS_SEP.sub("", text)
+    text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
     text = text.replace("{,}", ",")
     text = _PERCENT_WORD.sub("%", text)
     text = text.replace("\\%", PCT).replace("%", PCT)
@@ -539,7 +542,7 @@ _SHORT_UNITS = frozenset(
     "cm mm km kg mg ms hr hrs min mins sec secs ft yd mi mph lb lbs oz ml mL sq deg rad "
     "units unit cents dollars".split()
 )
-_TRAILING_WORD = re.compile(r"(?<=[\d)\s])\s*([A-Za-z]+)(?:\s*\*\*\s*\(?\s*\d\s*\)?)?\s*$")
+_TRAILING_WORD = re.compile(r"(?<=[\d)])\s+([A-Za-z]+)(?:\s*\*\*\s*\(?\s*\d\s*\)?)?\s*$")
 
 
 def normalize_words(text: str) -> str:
@@ -927,12 +930,29 @@ def _emit(tokens: list[tuple[str, str]]) -> str:
                 out.append(f"( {value}( {argument} ) ) ** ( {power} )")
                 index = arg_end
                 continue
-            # Bare function: its argument is the next factor (with an optional power).
-            if nxt[0] == "func" or nxt[1] in (")", "]", "|", "+", "-", "*", "/", "**", ",", "!"):
+            # Bare function: its argument is the next implicit product of numbers and
+            # letters (``\\sin 2x`` is sin(2x), ``\\ln|x|`` is ln(|x|)), each with an
+            # optional power; it stops at an operator, a bracket or another function.
+            if nxt[1] == "|":
+                close = next(
+                    (j for j in range(index + 2, len(tokens)) if tokens[j][1] == "|"), None
+                )
+                if close is None:
+                    raise MathParseError("unbalanced '|'")
+                out.append(value + "(")
+                out.append(_emit(tokens[index + 1 : close + 1]))
+                out.append(")")
+                index = close + 1
+                continue
+            if nxt[0] == "func" or nxt[1] in (")", "]", "+", "-", "*", "/", "**", ",", "!"):
                 raise MathParseError(f"write {value}(...) with parentheses")
             end = _atom_end(tokens, index + 1)
             if end < len(tokens) and tokens[end][1] == "**":
                 end = _atom_end(tokens, end + 1)
+            while end < len(tokens) and tokens[end][0] in ("num", "name"):
+                end += 1
+                if end < len(tokens) and tokens[end][1] == "**":
+                    end = _atom_end(tokens, end + 1)
             out.append(value + "(")
             out.append(_emit(tokens[index + 1 : end]))
             out.append(")")

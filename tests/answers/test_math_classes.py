@@ -1,0 +1,70 @@
+"""answer.math at the field's standard: datasets/answers/math_classes.jsonl, class by class.
+
+Each line is a MATH/NuminaMath-style trajectory with the verdict it must get. The corpus
+covers the classes of issues 12 and 22 (several equations and hedges, connectives, several
+``\\boxed{}``, inequalities and intervals, sets and ``\\pm``, named quantities, MATH
+thousands separators, text and base-n answers, percent words and ``\\approx``, equations up
+to scale, matrices, references that must parse, abstain buttons, tiny references, sampling
+across signs, superscripts). Lines run directly (inline worker) and through the engine with
+real worker processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+import verifiers
+from verifiers import Result, Trajectory, VerifierContext, VerifierError, get_verifier
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "datasets" / "answers" / "math_classes.jsonl"
+LINES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _direct(line: dict[str, Any]) -> Result:
+    trajectory = Trajectory.model_validate(line)
+    verifier = get_verifier(trajectory.task.verifier or "")()
+    ctx = VerifierContext(deadline=time.monotonic() + 60, base_dir=REPO)
+    try:
+        spec = verifier.Spec.model_validate(trajectory.task.spec or {})
+        return asyncio.run(verifier.verify(trajectory, spec, ctx))
+    except ValidationError as exc:
+        return Result.errored("bad_input", str(exc))
+    except VerifierError as exc:
+        return Result.errored(exc.kind, str(exc))  # type: ignore[arg-type]
+
+
+def _check(result: Result, expect: dict[str, Any], where: str) -> None:
+    assert result.status == expect["status"], f"{where}: {result!r}"
+    if expect["reward"] is None:
+        assert result.reward is None, where
+    else:
+        assert result.reward == pytest.approx(expect["reward"]), f"{where}: {result!r}"
+    if "feedback_contains" in expect:
+        assert expect["feedback_contains"] in result.feedback, f"{where}: {result.feedback!r}"
+
+
+def test_corpus_shape() -> None:
+    ids = [line["id"] for line in LINES]
+    assert len(ids) >= 150 and len(ids) == len(set(ids))
+    verdicts = [line["metadata"]["expect"]["status"] for line in LINES]
+    assert verdicts.count("fail") >= 60 and verdicts.count("pass") >= 60
+
+
+@pytest.mark.parametrize("line", LINES, ids=[line["id"] for line in LINES])
+def test_line(line: dict[str, Any]) -> None:
+    _check(_direct(line), line["metadata"]["expect"], line["id"])
+
+
+def test_corpus_through_engine() -> None:
+    results = verifiers.score(LINES, base_dir=REPO, timeout_s=60, workers=2)
+    assert [r.id for r in results] == [line["id"] for line in LINES]
+    for line, result in zip(LINES, results, strict=True):
+        _check(result, line["metadata"]["expect"], f"{line['id']} (engine)")
