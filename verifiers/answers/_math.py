@@ -9,6 +9,7 @@ worker is killed when the spec's ``timeout_s`` passes.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, ClassVar, Literal
 
@@ -96,6 +97,15 @@ def _tolerance(payload: dict[str, Any]) -> Any:
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse_reference(reference: str) -> Any:
+    """References repeat across a GRPO group: each is parsed once per worker (the parse is
+    a pure function of the text; the comparison never mutates it)."""
+    from ._mathparse import parse_answer
+
+    return parse_answer(reference, units=True)
+
+
 def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
     """Worker entry point: compare one answer with references. JSON in, JSON out.
 
@@ -115,7 +125,7 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
     parsed_refs: list[tuple[str, Any]] = []
     for reference in references:
         try:
-            parsed_refs.append((reference, parse_answer(reference, units=True)))
+            parsed_refs.append((reference, _parse_reference(reference)))
         except MathParseError as exc:
             if _WORDS.match(reference.strip()):
                 continue  # a word answer ("no solution"): compared as text by the caller

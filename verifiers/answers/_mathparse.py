@@ -10,6 +10,7 @@ it. Powers are bounded so that ``9**9**9`` is refused instead of computed.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import random
 import re
@@ -399,8 +400,6 @@ def equal_exprs(a: Any, b: Any, tol: Tolerance, decimal: bool = False) -> tuple[
                 return False, "numeric"
             # Within float noise of each other: only a proof decides.
         return _small_simplify_is_zero(a - b), "symbolic"
-    if _cheap_zero(a - b):
-        return True, "symbolic"
     complex_ref = b.has(sympy.I)
     checked = 0
     for point in _points(symbols):
@@ -420,6 +419,9 @@ def equal_exprs(a: Any, b: Any, tol: Tolerance, decimal: bool = False) -> tuple[
             return True, "numeric"
     if checked >= 3:
         return True, "numeric"
+    # Too few points inside the reference's domain: only a proof decides.
+    if _cheap_zero(a - b):
+        return True, "symbolic"
     return _small_simplify_is_zero(a - b), "symbolic"
 
 
@@ -550,7 +552,14 @@ def _proportional(a: Any, b: Any, positive: bool) -> bool:
 
 def _relation_set(value: tuple[list[Any], tuple[str, ...]]) -> Parsed | None:
     """A one-unknown relation as the set of its solutions (``x > 2`` -> ``(2, oo)``)."""
-    sides, ops = value
+    return _relation_set_cached(tuple(value[0]), tuple(value[1]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _relation_set_cached(sides_in: tuple[Any, ...], ops: tuple[str, ...]) -> Parsed | None:
+    """Cached per worker: sympy's inequality solver costs tenths of a second on ``|z|`` or
+    a quadratic, and a GRPO group repeats its reference many times."""
+    sides = list(sides_in)
     symbols = set().union(*(side.free_symbols for side in sides))
     if not symbols:
         return None
@@ -566,6 +575,9 @@ def _relation_set(value: tuple[list[Any], tuple[str, ...]]) -> Parsed | None:
         (plain,) = symbols
         symbol = sympy.Symbol(plain.name, real=True)
         sides = [side.subs(plain, symbol) for side in sides]
+    linear = _linear_set(sides, ops, symbol)
+    if linear is not None:
+        return linear
     build = {"<": sympy.Lt, ">": sympy.Gt, "≤": sympy.Le, "≥": sympy.Ge, "≠": sympy.Ne}
     relations = [
         build[op](left, right) for left, op, right in zip(sides, ops, sides[1:], strict=False)
@@ -573,6 +585,43 @@ def _relation_set(value: tuple[list[Any], tuple[str, ...]]) -> Parsed | None:
     condition = relations[0] if len(relations) == 1 else sympy.And(*relations)
     solved = condition.as_set()
     return _from_sympy_set(solved)
+
+
+def _linear_set(sides: list[Any], ops: tuple[str, ...], symbol: Any) -> Parsed | None:
+    """The solution set of a chain of *linear* relations in ``symbol``, without sympy's
+    general inequality solver (which costs tenths of a second per call)."""
+    lo, hi = -sympy.oo, sympy.oo
+    lo_closed = hi_closed = False
+    excluded: list[Any] = []
+    for diff, op in _rel_pairs((sides, ops)):
+        poly = diff.as_poly(symbol) if diff.free_symbols == {symbol} else None
+        if poly is None or poly.degree() != 1:
+            return None
+        a, b = poly.all_coeffs()
+        if not (a.is_number and b.is_number and a.is_real and a != 0):
+            return None
+        root = -b / a
+        if op == "≠":
+            excluded.append(root)
+            continue
+        closed = op == "≤"
+        if a > 0:  # x < root
+            if root < hi or (root == hi and not closed):
+                hi, hi_closed = root, closed
+        elif root > lo or (root == lo and not closed):
+            lo, lo_closed = root, closed
+    if excluded:
+        if lo != -sympy.oo or hi != sympy.oo or len(excluded) != 1:
+            return None
+        return _from_sympy_set(sympy.S.Reals - sympy.FiniteSet(excluded[0]))
+    if lo > hi or (lo == hi and not (lo_closed and hi_closed)):
+        return ("set", [])
+    if lo == hi:
+        return ("set", [("expr", Expr(lo))])
+    return (
+        "interval",
+        (("expr", Expr(lo)), ("expr", Expr(hi)), (lo_closed, hi_closed)),
+    )
 
 
 def _from_sympy_set(value: Any) -> Parsed | None:
