@@ -68,3 +68,51 @@ def test_corpus_through_engine() -> None:
     assert [r.id for r in results] == [line["id"] for line in LINES]
     for line, result in zip(LINES, results, strict=True):
         _check(result, line["metadata"]["expect"], f"{line['id']} (engine)")
+
+
+# -- bounds on the new paths ---------------------------------------------------------------
+
+HOSTILE = [
+    "x^{200} > \\sin(x)",  # sympy's inequality solver would run for half a minute
+    "\\begin{pmatrix}" + "&".join(["x"] * 30) + "\\end{pmatrix}^{20}",
+    "\\begin{pmatrix}1 & 1 \\\\ 1 & 0\\end{pmatrix}^{100000}",
+    "1 < x < 2 < x < 3 < x",
+    ",".join(["x=1"] * 300),
+    "(" + "and".join(["1"] * 300) + ")",
+    "\\text{" + "a" * 900 + "}",
+    "204_{37}",
+    "\\operatorname{binomial}(7)",
+    "\\begin{pmatrix}1 & 2\\end{pmatrix} + 1",
+    "\\begin{pmatrix}\\begin{pmatrix}1\\end{pmatrix}\\end{pmatrix}",
+    "\\ln|x",
+    "10^{-20} \\approx",
+]
+
+
+@pytest.mark.parametrize("candidate", HOSTILE)
+def test_hostile_answers_are_fast_fails(candidate: str) -> None:
+    from verifiers.answers import equivalent
+
+    started = time.perf_counter()
+    out = equivalent({"candidate": candidate, "references": ["(2, \\infty)"], "rel_tol": 1e-9})
+    assert out["equal"] is False and not out.get("bad_reference")
+    assert time.perf_counter() - started < 3.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\boxed x " * 300_000,
+        "\\boxed{" * 100_000,
+        "\\boxed{1} and " * 100_000,
+        "\\(" * 100_000,
+    ],
+)
+def test_box_and_formula_scans_are_linear(text: str) -> None:
+    # These run inline in the event loop, before any worker: linear in the completion.
+    from verifiers.answers._mathboxes import boxed_group, last_math_segment
+
+    started = time.perf_counter()
+    boxed_group(text)
+    last_math_segment(text[:1000], text)
+    assert time.perf_counter() - started < 5.0

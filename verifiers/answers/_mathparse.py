@@ -578,6 +578,8 @@ def _relation_set_cached(sides_in: tuple[Any, ...], ops: tuple[str, ...]) -> Par
     linear = _linear_set(sides, ops, symbol)
     if linear is not None:
         return linear
+    if not all(_solvable(side) for side in sides):
+        return None  # sympy's solver on x^200 > sin(x) runs for half a minute
     build = {"<": sympy.Lt, ">": sympy.Gt, "≤": sympy.Le, "≥": sympy.Ge, "≠": sympy.Ne}
     relations = [
         build[op](left, right) for left, op, right in zip(sides, ops, sides[1:], strict=False)
@@ -585,6 +587,20 @@ def _relation_set_cached(sides_in: tuple[Any, ...], ops: tuple[str, ...]) -> Par
     condition = relations[0] if len(relations) == 1 else sympy.And(*relations)
     solved = condition.as_set()
     return _from_sympy_set(solved)
+
+
+MAX_SOLVE_DEGREE = 4
+"""Highest power in an inequality handed to sympy's solver (polynomials and ``|...|``)."""
+
+
+def _solvable(side: Any) -> bool:
+    if sympy.count_ops(side) > 30:
+        return False
+    if any(not isinstance(f, sympy.Abs) for f in side.atoms(sympy.Function)):
+        return False
+    return all(
+        p.exp.is_Integer and abs(int(p.exp)) <= MAX_SOLVE_DEGREE for p in side.atoms(sympy.Pow)
+    )
 
 
 def _linear_set(sides: list[Any], ops: tuple[str, ...], symbol: Any) -> Parsed | None:
