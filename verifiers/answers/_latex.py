@@ -542,6 +542,13 @@ _SHORT_UNITS = frozenset(
     "cm mm km kg mg ms hr hrs min mins sec secs ft yd mi mph lb lbs oz ml mL sq deg rad "
     "units unit cents dollars".split()
 )
+_NOT_UNITS = frozenset(
+    "hundred hundreds thousand thousands million millions billion billions trillion dozen "
+    "not no never nor except minus plus times over squared cubed half halves thirds quarters "
+    "tenths hundredths thousandths less more".split()
+)
+"""Words after a value that change what it means ("5 hundred", "5 squared", "2 not"): the
+answer is refused instead of the word being dropped as a unit."""
 _TRAILING_WORD = re.compile(r"(?<=[\d)])\s+([A-Za-z]+)(?:\s*\*\*\s*\(?\s*\d\s*\)?)?\s*$")
 
 
@@ -577,6 +584,11 @@ def _drop_text(text: str, units: bool) -> str:
             return " , " if inner == "," else " "
         if inner == PCT:
             return PCT
+        if re.search(r"\d", inner):
+            # "5 \text{ or 6}": a value hidden in text is part of the answer, never a unit.
+            raise MathParseError(f"a value inside text {inner!r}; write the answer as math")
+        if any(word.lower() in _NOT_UNITS for word in re.findall(r"[A-Za-z]+", inner)):
+            raise MathParseError(f"{inner!r} after the value changes it; write it as math")
         if not units:
             raise MathParseError(f"unit or text {inner!r} in the answer; give the bare value")
         return " "
@@ -590,6 +602,8 @@ def _drop_unit_word(text: str, units: bool) -> str:
     if match is None or not re.search(r"[\d)]", text[: match.start()]):
         return text
     word = match.group(1)
+    if word.lower() in _NOT_UNITS:
+        raise MathParseError(f"{word!r} after the value changes it; write the value as math")
     if word not in _SHORT_UNITS and not _is_word(word):
         return text
     if not units:

@@ -91,17 +91,29 @@ MAX_REGION_CHARS = 4_000
 """Only the tail of a long region is searched for a formula (the search is linear anyway)."""
 
 
-def last_math_segment(answer: str, region: str) -> list[str]:
-    """The last ``$...$`` / ``$$...$$`` / ``\\(...\\)`` / ``\\[...\\]`` formula of ``answer``,
-    else of ``region`` (the text the answer came from): what a reader takes as the answer of
-    a sentence such as "Therefore $x \\geq 5$ is the solution.". Empty when there is none."""
-    out: list[str] = []
-    for text in (answer, region[-MAX_REGION_CHARS:]):
-        last = None
-        for match in _MATH_SEGMENT.finditer(text):
-            last = match
-        if last is not None:
-            inner = next(g for g in last.groups() if g is not None).strip()
-            if inner and inner not in out and inner != answer.strip():
-                out.append(inner)
+def _segments(text: str) -> list[tuple[int, str]]:
+    out = []
+    for match in _MATH_SEGMENT.finditer(text):
+        inner = next(g for g in match.groups() if g is not None).strip()
+        if inner:
+            out.append((match.end(), inner))
     return out
+
+
+def last_math_segment(answer: str, region: str) -> list[str]:
+    """The formula a reader takes as the answer of a sentence ("Therefore $x \\geq 5$ is
+    the solution."): the one distinct ``$...$`` / ``$$...$$`` / ``\\(...\\)`` /
+    ``\\[...\\]`` formula in ``answer``; or, when ``answer`` has none, the formula that ends
+    ``region`` (the text the answer came from). Several different formulas in the answer
+    ("$5$ or maybe $6$") are a hedge: no fallback. Empty when there is nothing to try."""
+    found = _segments(answer)
+    if found:
+        distinct = {inner for _, inner in found}
+        if len(distinct) == 1 and found[0][1] != answer.strip():
+            return [found[0][1]]
+        return []
+    tail = region[-MAX_REGION_CHARS:]
+    found = _segments(tail)
+    if found and len(tail[found[-1][0] :].strip(" \t\n.;:!")) == 0:
+        return [found[-1][1]]
+    return []

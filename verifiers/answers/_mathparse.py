@@ -497,8 +497,12 @@ def _equal_values(got: Expr, want: Expr, tol: Tolerance) -> tuple[bool, str]:
     readings = [w]
     if want.percent and not got.percent and tol.percent:
         readings.append(w / 100)  # 28% is also 0.28
-    if got.percent and not want.percent and tol.percent:
-        readings.append(w * 100)  # 28% answers 0.28
+    if got.percent and not want.percent:
+        # "28%" is 0.28; it also answers a reference written as the percent number (28),
+        # but only one of at least 1: "0.28%" is not 0.28.
+        g = g / 100
+        if tol.percent and abs(_number(w) or 0) >= 1:
+            readings.append(w / 100)
     decimal = got.approx != want.approx and not (w.is_Integer and got.approx)
     for reading in readings:
         ok, method = equal_exprs(g, reading, tol, decimal=decimal)
@@ -753,7 +757,11 @@ def equal_pieces(got: Parsed, want: Parsed, tol: Tolerance) -> tuple[bool, str]:
                     for (g, g_op), (w, w_op) in zip(got_pairs, order, strict=True)
                 ):
                     return True, "inequality"
-        got_set, want_set = _relation_set(got_value), _relation_set(want_value)
+        same_unknowns = set().union(*(v.free_symbols for v in got_value[0])) == set().union(
+            *(v.free_symbols for v in want_value[0])
+        )
+        got_set = _relation_set(got_value) if same_unknowns else None
+        want_set = _relation_set(want_value) if same_unknowns else None
         if got_set is not None and want_set is not None:
             ok, _ = equal_pieces(got_set, want_set, tol)
             if ok:
