@@ -53,7 +53,7 @@ class MathSpec(AnswerSpec):
     passes when it is this close relatively *and* within ``decimal_abs_tol``: about six
     correct decimals, as Math-Verify's rounding to 6 places. Set both to 0 to demand exact
     values. An integer reference always needs an exact answer (``3.0000001`` is not ``3``)."""
-    decimal_abs_tol: float = Field(default=1e-6, ge=0.0)
+    decimal_abs_tol: float = Field(default=5e-7, ge=0.0)
     """See ``decimal_rel_tol``."""
     percent: Literal["either", "strict"] = "either"
     """``either``: a reference ``28\\%`` accepts ``28\\%``, ``28`` and ``0.28`` (and ``28\\%``
@@ -90,7 +90,7 @@ def _tolerance(payload: dict[str, Any]) -> Any:
         rel=float(payload["rel_tol"]),
         abs=float(payload.get("abs_tol", 0.0)),
         decimal_rel=float(payload.get("decimal_rel_tol", 1e-6)),
-        decimal_abs=float(payload.get("decimal_abs_tol", 1e-6)),
+        decimal_abs=float(payload.get("decimal_abs_tol", 5e-7)),
         percent=payload.get("percent", "either") == "either",
         named=bool(payload.get("named_equations", True)),
         sets_tuples=bool(payload.get("sets_match_tuples", True)),

@@ -320,7 +320,7 @@ class Tolerance:
     rel: float = 1e-9
     abs: float = 0.0
     decimal_rel: float = 1e-6
-    decimal_abs: float = 1e-6
+    decimal_abs: float = 5e-7
     percent: bool = True
     """A reference ``28%`` also accepts ``0.28`` (a candidate written with ``%`` must give
     the percent value itself)."""
