@@ -191,6 +191,9 @@ _WRAPPER_COMMANDS = {"mathbf", "mathit", "operatorname", "boldsymbol", "mathsf",
 _TEXT_COMMANDS = {"text", "textbf", "textit", "mbox", "textrm", "hbox", "textnormal", "textsf"}
 _MATRIX_ENVS = {"pmatrix", "bmatrix", "Bmatrix", "matrix", "smallmatrix", "array"}
 _SPACING_PREFIXES = ("qquad", "quad")
+_GEOMETRY_MARKS = {"angle", "measuredangle", "triangle", "overline", "overarc", "widehat"}
+"""``\\angle ABC``, ``\\overline{AB}``: names of geometric objects; the mark is dropped and
+the name stays (it is usually the left side of a naming equation)."""
 _FRACS = {"frac", "dfrac", "tfrac", "cfrac"}
 
 _SUPER = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻"
@@ -378,6 +381,10 @@ class _Latex:
             return f" binomial({top},{bottom})"
         if name in _WRAPPER_COMMANDS:
             return " " + self.argument() + " "
+        if name in _GEOMETRY_MARKS:
+            if name in ("angle", "measuredangle", "triangle"):
+                return " "
+            return " " + self.argument() + " "
         if name == "mathrm":
             # \\mathrm{e}, \\mathrm{d}: one letter or a known name is math; words are text.
             inner = self.argument()
@@ -395,6 +402,17 @@ class _Latex:
             return self.environment()
         if name in _FUNCTION_COMMANDS:
             return f" {name} "
+        if name == "log" and self.text.startswith("_", self.pos):
+            # \\log_2 8, \\log_{b}(x+1): logarithm to a base.
+            self.pos += 1
+            base = self.argument()
+            self.skip_space()
+            if self.text.startswith("(", self.pos):
+                self.pos += 1
+                body = self.until(")")
+            else:
+                body = self.argument()
+            return f" log(({body}),({base})) "
         if name in _SIMPLE:
             return _SIMPLE[name]
         if name in GREEK:
@@ -410,6 +428,7 @@ _KNOWN_COMMANDS = (
     | _TEXT_COMMANDS
     | _FRACS
     | set(GREEK)
+    | _GEOMETRY_MARKS
     | {"sqrt", "binom", "dbinom", "tbinom", "mathrm", "mathbb", "begin", "end"}
 )
 
@@ -424,6 +443,23 @@ _CONNECTIVE = re.compile(r"(?:,\s*)?(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])(?:\s*,
 _BARE_SET = re.compile(r"^\s*\{")
 # "6.62607015e-34", "1E5": scientific notation (a decimal mantissa or a capital E), not e.
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?=E))[eE]([+-]?\d{1,3})(?![\w.])")
+
+
+# "0.\overline{3}", "1.2\overline{45}": repeating decimals, made exact fractions.
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d{1,20})\}")
+# "2\frac{1}{2}" (a mixed number, as MATH writes it and Math-Verify reads it) is 5/2.
+_MIXED = re.compile(r"(?<![\w.}^_])(\d{1,6})\s*\\[dt]?frac\s*\{(\d{1,6})\}\s*\{(\d{1,6})\}")
+# "\tan^{-1} 2" is arctan 2, not 1/tan 2.
+_INVERSE_TRIG = re.compile(r"\\(sin|cos|tan)\s*\^\s*\{?\s*-\s*1\s*\}?")
+
+
+def _repeating(match: re.Match[str]) -> str:
+    whole, fixed, cycle = match.group(1) or "0", match.group(2), match.group(3)
+    if len(whole) + len(fixed) > MAX_DIGITS:
+        raise MathParseError(f"number with more than {MAX_DIGITS} digits")
+    numerator = int(whole + fixed + cycle) - int(whole + fixed)
+    denominator = 10 ** len(fixed) * (10 ** len(cycle) - 1)
+    return f"\\frac{{{numerator}}}{{{denominator}}}"
 
 
 def _bare_braces_as_set(text: str) -> str:
@@ -458,6 +494,9 @@ def latex_to_plain(text: str) -> str:
     text = text.replace("\\$", "").replace("$", " ")
     text = _THOUSANDS_SEP.sub("", text)
     text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
+    text = _REPEATING.sub(_repeating, text)
+    text = _MIXED.sub(r"(\1+\\frac{\2}{\3})", text)
+    text = _INVERSE_TRIG.sub(r"\\arc\1", text)
     text = text.replace("{,}", ",")
     text = _PERCENT_WORD.sub("%", text)
     text = text.replace("\\%", PCT).replace("%", PCT)
@@ -534,6 +573,10 @@ def _wrapped(text: str, left: str, right: str) -> bool:
 
 _THOUSANDS = re.compile(r"^\s*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
 _TEXT_SEGMENT = re.compile(f"{TEXT_OPEN}([^{TEXT_OPEN}{TEXT_CLOSE}]*){TEXT_CLOSE}")
+_TEXT_POWER = re.compile(
+    f"{TEXT_OPEN}([^{TEXT_OPEN}{TEXT_CLOSE}]*){TEXT_CLOSE}(?:\\s*\\*\\*\\s*\\(\\s*\\d\\s*\\))?"
+)
+"""A text segment with an optional power after it (``\\text{ cm}^2``: the unit's power)."""
 _WORDS_ONLY = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
 _CHOICE = re.compile(r"^\(?\s*([A-Za-z]|\d+)\s*\)?$")
 _RELATIONS = "≤≥<>≠"
@@ -593,7 +636,7 @@ def _drop_text(text: str, units: bool) -> str:
             raise MathParseError(f"unit or text {inner!r} in the answer; give the bare value")
         return " "
 
-    return _TEXT_SEGMENT.sub(one, text)
+    return _TEXT_POWER.sub(one, text)
 
 
 def _drop_unit_word(text: str, units: bool) -> str:
@@ -782,6 +825,10 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
         plus = text.replace("±", "+", 1).replace("∓", "-", 1)
         minus = text.replace("±", "-", 1).replace("∓", "+", 1)
         return Piece("set", [_expr_or_structure(plus, units), _expr_or_structure(minus, units)])
+    ratio = _split_top(text, ":")
+    if len(ratio) > 2:
+        # "3:4:5" is a ratio of three parts, compared part by part.
+        return Piece("tuple", [_expr_or_structure(p, units) for p in ratio])
     percent = text.rstrip().endswith(PCT)
     text = text.replace(PCT, " ").strip()
     if not text:
