@@ -441,6 +441,7 @@ _PERCENT_WORD = re.compile(
 # "6 and 8", "2 or 3", "(11,7)or(7,11)", ", and": connectives separate answers.
 _CONNECTIVE = re.compile(r"(?:,\s*)?(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])(?:\s*,)?")
 _BARE_SET = re.compile(r"^\s*\{")
+_DOUBLE_ESCAPE = re.compile(r"\\\\(?=[A-Za-z(\[{}])")
 # "6.62607015e-34", "1E5": scientific notation (a decimal mantissa or a capital E), not e.
 _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?=E))[eE]([+-]?\d{1,3})(?![\w.])")
 
@@ -491,6 +492,10 @@ def latex_to_plain(text: str) -> str:
     text = unicodedata.normalize("NFKC", fold_scripts(text)).translate(_UNICODE)
     text = text.replace("\n", " ").replace("\t", " ").replace("~", " ")
     text = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", text)
+    if "\\begin" not in text:
+        # Doubly escaped LaTeX from JSON-escaped data ("\\\\frac", "\\\\left("): one backslash
+        # (inside a matrix "\\\\" separates rows, so matrices are left alone).
+        text = _DOUBLE_ESCAPE.sub("\\\\", text)
     text = text.replace("\\$", "").replace("$", " ")
     text = _THOUSANDS_SEP.sub("", text)
     text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)

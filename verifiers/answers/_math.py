@@ -66,6 +66,10 @@ class MathSpec(AnswerSpec):
     """A naming equation stands for its value: ``x = 5`` answers ``5`` and
     ``(p,q)=(3,2)`` answers ``(3,2)``, as Math-Verify reads them. Off: an equation only
     matches an equation (``x = 2`` never matches ``y = 2`` either way)."""
+    inequality_for_interval: bool = False
+    """An inequality answer matches a set/interval reference (``x > 2`` for
+    ``(2, \\infty)``). Off by default, as Math-Verify: a reference in interval notation asks
+    for interval notation. An interval answering an inequality reference always compares."""
     sets_match_tuples: bool = True
     """A set and a tuple with the same elements match (``\\{1,2\\}`` vs ``(1,2)``), as in
     Math-Verify; off: braces and parentheses must agree."""
@@ -94,6 +98,7 @@ def _tolerance(payload: dict[str, Any]) -> Any:
         percent=payload.get("percent", "either") == "either",
         named=bool(payload.get("named_equations", True)),
         sets_tuples=bool(payload.get("sets_match_tuples", True)),
+        relation_for_set=bool(payload.get("inequality_for_interval", False)),
     )
 
 
@@ -262,6 +267,7 @@ class MathAnswer(Verifier[MathSpec]):
             "units": spec.units,
             "named_equations": spec.named_equations,
             "sets_match_tuples": spec.sets_match_tuples,
+            "inequality_for_interval": spec.inequality_for_interval,
             "fallbacks": last_math_segment(answer, region),
         }
         out, limit = await _compare(ctx, payload, spec.timeout_s)

@@ -326,6 +326,10 @@ class Tolerance:
     the percent value itself)."""
     named: bool = True
     """``x = 5`` answers ``5``; ``(p, q) = (3, 2)`` answers ``(3, 2)``."""
+    relation_for_set: bool = False
+    """An inequality answers a set or interval reference (``x > 2`` for ``(2, oo)``); off by
+    default, as in Math-Verify: a task whose reference is in interval notation asks for it.
+    The other way (an interval for an inequality reference) always compares."""
     sets_tuples: bool = True
     """A set and a tuple with the same elements match (Math-Verify's default)."""
 
@@ -694,6 +698,8 @@ def equal_pieces(got: Parsed, want: Parsed, tol: Tolerance) -> tuple[bool, str]:
     if want_kind == "rel" and got_kind == "tuple" and len(got_value) == 2:
         got_kind, got_value = "interval", (got_value[0], got_value[1], (False, False))
     if got_kind == "rel" and want_kind in _SETS:
+        if not tol.relation_for_set:
+            return False, f"expected {_describe(want_kind)} (interval notation), got an inequality"
         as_set = _relation_set(got_value)
         if as_set is None:
             return False, "expected a set of values, got an inequality"
