@@ -116,3 +116,23 @@ def test_box_and_formula_scans_are_linear(text: str) -> None:
     boxed_group(text)
     last_math_segment(text[:1000], text)
     assert time.perf_counter() - started < 5.0
+
+
+@pytest.mark.parametrize("combine", ["mean", "min", "all"])
+@pytest.mark.parametrize("required", [True, False])
+def test_model_text_errors_never_abstain_through_checks(combine: str, required: bool) -> None:
+    # binomial(7) used to raise sympy's TypeError out of the worker: an `error` (abstain)
+    # that a model could aim for, carried through task.checks as a whole-item abstain.
+    line = {
+        "completion": "\\boxed{\\operatorname{binomial}(7)}",
+        "task": {
+            "combine": combine,
+            "checks": [
+                {"verifier": "answer.math", "reference": "21", "required": required},
+                {"verifier": "format.regex", "spec": {"rules": [{"pattern": "boxed"}]}},
+            ],
+        },
+    }
+    (result,) = verifiers.score([line], workers=1)
+    assert result.status == "fail" and result.reward is not None and result.reward < 1.0
+    assert result.error is None
