@@ -23,7 +23,7 @@ from ..text import completion_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote, references_as_text
 from ._exact import normalize_text
-from ._extract import Extract, extract_answer, strip_thinking
+from ._extract import Extract, answer_phrase, answer_tag, extract_answer, strip_thinking
 from ._latex import fold_scripts
 from ._mathboxes import boxed_group, last_math_segment
 
@@ -229,9 +229,15 @@ class MathAnswer(Verifier[MathSpec]):
                 "could not find an answer: put the final answer in \\boxed{}",
                 details={"extract": spec.extract},
             )
-        if source == "boxed" and spec.multiple_boxed == "group":
+        if spec.multiple_boxed == "group" and source in ("boxed", "answer_tag", "answer_phrase"):
+            # extract_answer keeps the last box; the whole final group of boxes is the answer.
             text = completion_text(trajectory)
-            group = boxed_group(strip_thinking(text) if spec.strip_thinking else text)
+            text = strip_thinking(text) if spec.strip_thinking else text
+            if source == "answer_tag":
+                text = answer_tag(text) or ""
+            elif source == "answer_phrase":
+                text = answer_phrase(text) or ""
+            group = boxed_group(text)
             if group:
                 answer = group
         # The last line of a completion is often a sentence around the math: "Therefore
