@@ -88,6 +88,7 @@ def boxed_group(text: str) -> str | None:
 
 _MATH_SEGMENT = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|\$([^$\n]+?)\$", re.S)
 MAX_REGION_CHARS = 4_000
+_IS_VALUE = re.compile(r"\b(?:is|are|equals|be)\s+([^\s][^\n]{0,200}?)\s*[.!]?\s*$")
 """Only the tail of a long region is searched for a formula (the search is linear anyway)."""
 
 
@@ -106,14 +107,19 @@ def last_math_segment(answer: str, region: str) -> list[str]:
     ``\\[...\\]`` formula in ``answer``; or, when ``answer`` has none, the formula that ends
     ``region`` (the text the answer came from). Several different formulas in the answer
     ("$5$ or maybe $6$") are a hedge: no fallback. Empty when there is nothing to try."""
+    out: list[str] = []
+    tail = _IS_VALUE.search(answer[-MAX_REGION_CHARS:])
+    if tail is not None and re.search(r"[\d$]", tail.group(1)):
+        # "The largest $n$ is 34.": the value after the sentence's last "is".
+        out.append(tail.group(1).strip())
     found = _segments(answer)
     if found:
         distinct = {inner for _, inner in found}
         if len(distinct) == 1 and found[0][1] != answer.strip():
-            return [found[0][1]]
-        return []
-    tail = region[-MAX_REGION_CHARS:]
-    found = _segments(tail)
-    if found and len(tail[found[-1][0] :].strip(" \t\n.;:!")) == 0:
-        return [found[-1][1]]
-    return []
+            out.append(found[0][1])
+        return out
+    tail_text = region[-MAX_REGION_CHARS:]
+    found = _segments(tail_text)
+    if found and len(tail_text[found[-1][0] :].strip(" \t\n.;:!")) == 0:
+        out.append(found[-1][1])
+    return out
