@@ -136,3 +136,19 @@ def test_model_text_errors_never_abstain_through_checks(combine: str, required: 
     (result,) = verifiers.score([line], workers=1)
     assert result.status == "fail" and result.reward is not None and result.reward < 1.0
     assert result.error is None
+
+
+def test_answer_built_to_vanish_at_the_test_points_differs() -> None:
+    # The points are seeded (verdicts must be reproducible), so they can be read from the
+    # source: x + (x - p1)...(x - p16) agrees with x at every one of them. The exact check
+    # after the points agree (cancel on rational functions) must still reject it.
+    import sympy
+
+    from verifiers.answers import equivalent
+    from verifiers.answers._mathparse import _points
+
+    x = sympy.Symbol("x")
+    points = [p[x].real for p in _points([x])]
+    candidate = "x + " + "".join(f"(x - ({v!r}))" for v in points)
+    out = equivalent({"candidate": candidate, "references": ["x"], "rel_tol": 1e-9})
+    assert out["equal"] is False, out

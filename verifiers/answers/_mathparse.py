@@ -420,9 +420,9 @@ def equal_exprs(a: Any, b: Any, tol: Tolerance, decimal: bool = False) -> tuple[
         else:
             return False, "numeric"
         if checked >= 6:
-            return True, "numeric"
+            return _confirm(a - b)
     if checked >= 3:
-        return True, "numeric"
+        return _confirm(a - b)
     # Too few points inside the reference's domain: only a proof decides.
     if _cheap_zero(a - b):
         return True, "symbolic"
@@ -432,6 +432,23 @@ def equal_exprs(a: Any, b: Any, tol: Tolerance, decimal: bool = False) -> tuple[
 MAX_SIMPLIFY_OPS = 40
 """``sympy.simplify`` runs only on differences this small (it has no time bound of its own;
 the worker's timeout is the backstop)."""
+
+
+def _confirm(diff: Any) -> tuple[bool, str]:
+    """After the test points agree: where a cheap exact check exists (polynomials and
+    rational functions), it has the last word, so an answer built to vanish at the seeded
+    points (``x + (x - p_1)...(x - p_6)``) still differs."""
+    if not _rational_function(diff):
+        return True, "numeric"
+    if bool(sympy.cancel(diff) == 0):
+        return True, "symbolic"
+    return False, "symbolic"
+
+
+def _rational_function(diff: Any) -> bool:
+    if sympy.count_ops(diff) > 4 * MAX_SIMPLIFY_OPS or diff.atoms(sympy.Function):
+        return False
+    return all(p.exp.is_Integer for p in diff.atoms(sympy.Pow)) and not diff.has(sympy.E)
 
 
 def _cheap_zero(diff: Any) -> bool:
