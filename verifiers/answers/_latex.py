@@ -590,6 +590,8 @@ _SHORT_UNITS = frozenset(
     "cm mm km kg mg ms hr hrs min mins sec secs ft yd mi mph lb lbs oz ml mL sq deg rad "
     "units unit cents dollars".split()
 )
+_PROSE_PAIR = re.compile(r"(?<![A-Za-z_\\])([A-Za-z]{2,})\s+(?=([A-Za-z]{2,})(?![A-Za-z_(]))")
+"""Two words of two or more letters side by side with only a space between."""
 _NOT_UNITS = frozenset(
     "hundred hundreds thousand thousands million millions billion billions trillion dozen "
     "not no never nor except minus plus times over squared cubed half halves thirds quarters "
@@ -620,6 +622,16 @@ def _is_word(word: str) -> bool:
         run = run + 1 if len(part) == 1 else 0
         singles = max(singles, run)
     return singles >= 3
+
+
+def _is_prose(text: str) -> bool:
+    """Letters and spaces a reader sees as words ("no solution", "yes", "odd"), not as math
+    made of names and single letters ("\\sin x \\cos x", "\\alpha\\beta", "x y")."""
+    tokens = re.findall(r"[A-Za-z]+", text)
+    if any(_is_word(token) for token in tokens):
+        return True
+    unknown = [t for t in tokens if len(t) >= 2 and t not in _NAMES]
+    return len(unknown) >= 2
 
 
 def _drop_text(text: str, units: bool) -> str:
@@ -685,7 +697,7 @@ def split_structure(plain: str, *, units: bool = True) -> Piece:
     text = " ".join(text.split()).strip().rstrip(".").strip()
     if not text:
         raise MathParseError("empty answer")
-    if _WORDS_ONLY.match(text) and (" " in text.strip() or _is_word(text.strip())):
+    if _WORDS_ONLY.match(text) and _is_prose(text):
         return Piece("text", text=normalize_words(text))
     return _solutions(text, units)
 
@@ -841,6 +853,11 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
     text = _drop_unit_word(text, units).strip()
     if not text:
         raise MathParseError("a unit without a value")
+    for match in _PROSE_PAIR.finditer(text):
+        first, second = match.group(1), match.group(2)
+        if first not in _NAMES and second not in _NAMES and not (first + second).isupper():
+            # "The sum is 5" is a sentence, not the product T*h*e*s*u*m*i*s*5.
+            raise MathParseError(f"'{first} {second}' looks like prose, not math")
     base = _BASE_NUMERAL.match(text)
     if base is not None:
         digits, radix = base.group(1), int(base.group(2))
