@@ -50,11 +50,11 @@ class MathSpec(AnswerSpec):
     reference such as ``9.109e-31``; set it only when the task's scale is known."""
     decimal_rel_tol: float = Field(default=1e-6, ge=0.0)
     """A decimal answer for an exact non-integer reference (``0.333333`` for ``\\frac13``)
-    passes when it is this close relatively *and* within ``decimal_abs_tol``: about six
-    correct decimals, as Math-Verify's rounding to 6 places. Set both to 0 to demand exact
-    values. An integer reference always needs an exact answer (``3.0000001`` is not ``3``)."""
-    decimal_abs_tol: float = Field(default=5e-7, ge=0.0)
-    """See ``decimal_rel_tol``."""
+    passes when it is this close relatively *and* both round to the same ``decimal_places``
+    decimals (Math-Verify's reading: six places). Set it to 0 to demand exact values. An
+    integer reference always needs an exact answer (``3.0000001`` is not ``3``)."""
+    decimal_places: int = Field(default=6, ge=0, le=15)
+    """See ``decimal_rel_tol``: ``0.3333336`` rounds to ``0.333334`` and fails ``\\frac13``."""
     percent: Literal["either", "strict"] = "either"
     """``either``: a reference ``28\\%`` accepts ``28\\%``, ``28`` and ``0.28`` (and ``28\\%``
     answers a reference ``0.28`` or ``28``); an answer written with ``%`` must give the
@@ -94,7 +94,7 @@ def _tolerance(payload: dict[str, Any]) -> Any:
         rel=float(payload["rel_tol"]),
         abs=float(payload.get("abs_tol", 0.0)),
         decimal_rel=float(payload.get("decimal_rel_tol", 1e-6)),
-        decimal_abs=float(payload.get("decimal_abs_tol", 5e-7)),
+        decimal_places=int(payload.get("decimal_places", 6)),
         percent=payload.get("percent", "either") == "either",
         named=bool(payload.get("named_equations", True)),
         sets_tuples=bool(payload.get("sets_match_tuples", True)),
@@ -268,7 +268,7 @@ class MathAnswer(Verifier[MathSpec]):
             "rel_tol": spec.rel_tol,
             "abs_tol": spec.abs_tol,
             "decimal_rel_tol": spec.decimal_rel_tol,
-            "decimal_abs_tol": spec.decimal_abs_tol,
+            "decimal_places": spec.decimal_places,
             "percent": spec.percent,
             "units": spec.units,
             "named_equations": spec.named_equations,

@@ -312,15 +312,16 @@ def parse_answer(text: str, *, units: bool = True, boxes: bool = True) -> Parsed
 class Tolerance:
     """How close two numbers must be, relative to the reference's magnitude.
 
-    ``rel`` applies to exact values; ``decimal_rel`` and ``decimal_abs`` to a decimal
-    compared with an exact value (``0.333333`` for ``1/3``: both bounds must hold, so a
-    decimal agrees to ``decimal_abs`` places *and* to ``decimal_rel`` relative precision,
-    and ``0`` never matches ``9.1e-31``). ``abs`` is an absolute floor, 0 by default."""
+    ``rel`` applies to exact values; ``decimal_rel`` and ``decimal_places`` to a decimal
+    compared with an exact value (``0.333333`` for ``1/3``: both must hold, so a decimal
+    rounds like the value to ``decimal_places`` places *and* agrees to ``decimal_rel``
+    relative precision, and ``0`` never matches ``9.1e-31``). ``abs`` is an absolute floor,
+    0 by default."""
 
     rel: float = 1e-9
     abs: float = 0.0
     decimal_rel: float = 1e-6
-    decimal_abs: float = 5e-7
+    decimal_places: int = 6
     percent: bool = True
     """A reference ``28%`` also accepts ``0.28`` (a candidate written with ``%`` must give
     the percent value itself)."""
@@ -338,9 +339,13 @@ class Tolerance:
 
     def close_decimal(self, got: complex, want: complex) -> bool:
         gap = abs(got - want)
-        return gap <= max(self.abs, self.decimal_rel * abs(want)) and gap <= max(
-            self.abs, self.decimal_abs
-        )
+        if gap <= self.abs:
+            return True
+        places = self.decimal_places
+        same_rounding = round(got.real, places) == round(want.real, places) and round(
+            got.imag, places
+        ) == round(want.imag, places)
+        return same_rounding and gap <= self.decimal_rel * abs(want)
 
 
 def _number(expr: Any, point: dict[Any, complex] | None = None) -> complex | None:
