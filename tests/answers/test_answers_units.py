@@ -212,11 +212,9 @@ def test_find_numbers_skips_labels_and_hyphens() -> None:
         "\\input{/etc/passwd}",
         "open('/etc/passwd').read()",
         "[x for x in range(10**9)]",
-        "the square root of two",
         "\\sqrt" * 300 + "2",
         "-" * 900 + "1",
         "x^" * 400 + "2",
-        "x < 3",
     ],
 )
 def test_hostile_math_fails_fast(text: str) -> None:
@@ -224,6 +222,12 @@ def test_hostile_math_fails_fast(text: str) -> None:
     with pytest.raises(MathParseError):
         parse_answer(text)
     assert time.perf_counter() - started < 0.5
+
+
+def test_prose_is_text_never_a_product() -> None:
+    # "the square root of two" must not become a product of 20 symbols (which a model could
+    # match with any anagram); it is a text answer, compared as words.
+    assert parse_answer("the square root of two") == ("text", "the square root of two")
 
 
 def test_no_string_reaches_eval_or_sympify(monkeypatch: pytest.MonkeyPatch) -> None:

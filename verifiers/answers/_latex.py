@@ -22,7 +22,11 @@ __all__ = [
     "FUNCTIONS",
     "MathParseError",
     "Piece",
+    "MIN_ARGS",
+    "PCT",
+    "fold_scripts",
     "latex_to_plain",
+    "normalize_words",
     "split_structure",
     "to_python",
 ]
@@ -66,10 +70,21 @@ FUNCTIONS: dict[str, int] = {
     "binomial": 2,
     "floor": 1,
     "ceil": 1,
+    "matrix": 30,
+    "mrow": 30,
 }
-"""Functions an answer may call, with their arity limit."""
+"""Functions an answer may call, with their arity limit (``matrix``/``mrow`` are what
+``\\begin{pmatrix}`` rows become)."""
 
-CONSTANTS = ("pi", "oo", "infty", "inf")
+MIN_ARGS: dict[str, int] = {"binomial": 2}
+"""Functions that need more than one argument (``binomial(7)`` is the model's error)."""
+
+PCT = "\ue000"
+"""Marks a percent sign (``%``, ``\\%``, "percent", "pct") until the structure is known."""
+TEXT_OPEN, TEXT_CLOSE = "\ue001", "\ue002"
+"""Bracket the content of ``\\text{...}`` until the structure is known."""
+
+CONSTANTS = ("pi", "oo", "infty", "infinity", "inf")
 GREEK = (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu "
     "xi omicron rho sigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi "
@@ -103,6 +118,11 @@ _DROP = {
     ":",
     " ",
     "middle",
+    "(",
+    ")",
+    "[",
+    "]",
+    "ldotp",
 }
 _SIMPLE = {
     "cdot": "*",
@@ -131,6 +151,11 @@ _SIMPLE = {
     "lceil": " ceil(",
     "rceil": ")",
     "neq": " ≠ ",
+    "leqslant": " ≤ ",
+    "geqslant": " ≥ ",
+    "approx": " ≈ ",
+    "simeq": " ≈ ",
+    "colon": ":",
     "ne": " ≠ ",
     "le": " ≤ ",
     "leq": " ≤ ",
@@ -140,7 +165,7 @@ _SIMPLE = {
     "gt": ">",
     "circ": "",
     "degree": "",
-    "%": "",
+    "%": PCT,
     "$": "",
     "emptyset": " ∅ ",
     "varnothing": " ∅ ",
@@ -162,15 +187,44 @@ _FUNCTION_COMMANDS = {
     "cosh",
     "tanh",
 }
-_WRAPPER_COMMANDS = {"mathrm", "mathbf", "mathit", "operatorname", "boldsymbol", "mathsf", "bm"}
-_DROPPED_ARG_COMMANDS = {"text", "textbf", "textit", "mbox", "textrm", "hbox"}
+_WRAPPER_COMMANDS = {"mathbf", "mathit", "operatorname", "boldsymbol", "mathsf", "bm"}
+_TEXT_COMMANDS = {"text", "textbf", "textit", "mbox", "textrm", "hbox", "textnormal", "textsf"}
+_MATRIX_ENVS = {"pmatrix", "bmatrix", "Bmatrix", "matrix", "smallmatrix", "array"}
+_SPACING_PREFIXES = ("qquad", "quad")
+_GEOMETRY_MARKS = {"angle", "measuredangle", "triangle", "overline", "overarc", "widehat"}
+"""``\\angle ABC``, ``\\overline{AB}``: names of geometric objects; the mark is dropped and
+the name stays (it is usually the left side of a naming equation)."""
 _FRACS = {"frac", "dfrac", "tfrac", "cfrac"}
 
-_SUPERSCRIPTS = str.maketrans({"²": "^2", "³": "^3", "¹": "^1", "⁰": "^0", "⁴": "^4"})
+_SUPER = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻"
+_SUB = "₀₁₂₃₄₅₆₇₈₉"
+_SUPER_RUN = re.compile(f"[{_SUPER}]+")
+_SUB_RUN = re.compile(f"[{_SUB}]+")
+_SUPER_PLAIN = str.maketrans(_SUPER, "0123456789+-")
+_SUB_PLAIN = str.maketrans(_SUB, "0123456789")
+
+
+def fold_scripts(text: str) -> str:
+    """``2⁵`` is two to the fifth, never 25; ``x₁₀`` is ``x_{10}``: a reader sees a power.
+
+    NFKC alone folds ``⁵`` to ``5`` (so ``1²`` would read as ``12``); runs of superscript and
+    subscript characters become one ``^{...}`` / ``_{...}`` first."""
+    text = _SUPER_RUN.sub(lambda m: "^{" + m.group(0).translate(_SUPER_PLAIN) + "}", text)
+    return _SUB_RUN.sub(lambda m: "_{" + m.group(0).translate(_SUB_PLAIN) + "}", text)
+
+
 _UNICODE = str.maketrans(
     {
         "−": "-",
         "–": "-",
+        "‐": "-",
+        "‑": "-",
+        "‒": "-",
+        "—": "-",
+        "﹣": "-",
+        "－": "-",
+        "≈": " ≈ ",
+        "≠": " ≠ ",
         "×": "*",
         "·": "*",
         "⋅": "*",
@@ -211,8 +265,15 @@ class _Latex:
         match = re.compile(r"[A-Za-z]+|.").match(self.text, self.pos)
         if match is None:
             raise self.error("dangling backslash")
-        self.pos = match.end()
-        return match.group(0)
+        name = match.group(0)
+        if name not in _KNOWN_COMMANDS:
+            # "\\quadx" (no space after the spacing command) is "\\quad x".
+            for prefix in _SPACING_PREFIXES:
+                if name.startswith(prefix):
+                    name = prefix
+                    break
+        self.pos = match.start() + len(name)
+        return name
 
     def skip_space(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos] == " ":
@@ -274,6 +335,35 @@ class _Latex:
             raise self.error(f"missing {close!r}")
         return "".join(out)
 
+    def environment(self) -> str:
+        """``\\begin{pmatrix} a & b \\\\ c & d \\end{pmatrix}`` -> ``matrix(mrow(a,b),mrow(c,d))``."""
+        match = re.compile(r"\s*\{([A-Za-z]+\*?)\}").match(self.text, self.pos)
+        if match is None or match.group(1) not in _MATRIX_ENVS:
+            raise self.error("unsupported environment (only matrices are understood)")
+        env = match.group(1)
+        self.pos = match.end()
+        if env == "array":
+            spec = re.compile(r"\s*\{[lcr| ]*\}").match(self.text, self.pos)
+            if spec is None:
+                raise self.error("array needs a column spec")
+            self.pos = spec.end()
+        end_tag = "\\end{" + env + "}"
+        end = self.text.find(end_tag, self.pos)
+        if end < 0 or "\\begin" in self.text[self.pos : end]:
+            raise self.error(f"unclosed or nested {env}")
+        body = self.text[self.pos : end]
+        self.pos = end + len(end_tag)
+        rows = [row for row in body.split("\\\\") if row.strip()]
+        if not rows:
+            raise self.error("empty matrix")
+        out = []
+        for row in rows:
+            cells = [_Latex(cell).until(None).strip() for cell in row.split("&")]
+            if any(not cell for cell in cells):
+                raise self.error("empty matrix cell")
+            out.append("mrow(" + ",".join(f"({cell})" for cell in cells) + ")")
+        return " matrix(" + ",".join(out) + ") "
+
     def convert_command(self, name: str) -> str:
         if name in _DROP:
             return " "
@@ -291,11 +381,38 @@ class _Latex:
             return f" binomial({top},{bottom})"
         if name in _WRAPPER_COMMANDS:
             return " " + self.argument() + " "
-        if name in _DROPPED_ARG_COMMANDS:
-            self.argument()
-            return " "
+        if name in _GEOMETRY_MARKS:
+            if name in ("angle", "measuredangle", "triangle"):
+                return " "
+            return " " + self.argument() + " "
+        if name == "mathrm":
+            # \\mathrm{e}, \\mathrm{d}: one letter or a known name is math; words are text.
+            inner = self.argument()
+            if inner.strip() in _NAMES or len(inner.strip()) <= 1:
+                return " " + inner + " "
+            return TEXT_OPEN + inner + TEXT_CLOSE
+        if name in _TEXT_COMMANDS:
+            return TEXT_OPEN + self.argument() + TEXT_CLOSE
+        if name == "mathbb":
+            inner = self.argument().strip()
+            if inner == "R":
+                return " (-oo, oo) "
+            raise self.error(f"unsupported set \\mathbb{{{inner}}}")
+        if name == "begin":
+            return self.environment()
         if name in _FUNCTION_COMMANDS:
             return f" {name} "
+        if name == "log" and self.text.startswith("_", self.pos):
+            # \\log_2 8, \\log_{b}(x+1): logarithm to a base.
+            self.pos += 1
+            base = self.argument()
+            self.skip_space()
+            if self.text.startswith("(", self.pos):
+                self.pos += 1
+                body = self.until(")")
+            else:
+                body = self.argument()
+            return f" log(({body}),({base})) "
         if name in _SIMPLE:
             return _SIMPLE[name]
         if name in GREEK:
@@ -303,23 +420,96 @@ class _Latex:
         raise self.error(f"unsupported LaTeX command \\{name}")
 
 
+_KNOWN_COMMANDS = (
+    _DROP
+    | set(_SIMPLE)
+    | _FUNCTION_COMMANDS
+    | _WRAPPER_COMMANDS
+    | _TEXT_COMMANDS
+    | _FRACS
+    | set(GREEK)
+    | _GEOMETRY_MARKS
+    | {"sqrt", "binom", "dbinom", "tbinom", "mathrm", "mathbb", "begin", "end"}
+)
+
+# MATH-style thousands separators: "16,\!386.20", "11,\! 111,\! 100", "14{,}912", "1\,000".
+_THOUSANDS_SEP = re.compile(r"(?<=\d)(?:,\\!\s*|\{,\}|\\,)(?=\d{3}(?!\d))")
+_PERCENT_WORD = re.compile(
+    r"\\text\s*\{\s*(?:percentage|percent|pct)\s*\}|(?<![A-Za-z\\])(?:percentage|percent|pct)"
+    r"(?![A-Za-z])"
+)
+# "6 and 8", "2 or 3", "(11,7)or(7,11)", ", and": connectives separate answers.
+_CONNECTIVE = re.compile(r"(?:,\s*)?(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])(?:\s*,)?")
+_BARE_SET = re.compile(r"^\s*\{")
+_DOUBLE_ESCAPE = re.compile(r"\\\\(?=[A-Za-z(\[{}])")
+# "6.62607015e-34", "1E5": scientific notation (a decimal mantissa or a capital E), not e.
+_SCIENTIFIC = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?=E))[eE]([+-]?\d{1,3})(?![\w.])")
+
+
+# "0.\overline{3}", "1.2\overline{45}": repeating decimals, made exact fractions.
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d{1,20})\}")
+# "2\frac{1}{2}" (a mixed number, as MATH writes it and Math-Verify reads it) is 5/2.
+_MIXED = re.compile(r"(?<![\w.}^_])(\d{1,6})\s*\\[dt]?frac\s*\{(\d{1,6})\}\s*\{(\d{1,6})\}")
+# "\tan^{-1} 2" is arctan 2, not 1/tan 2.
+_INVERSE_TRIG = re.compile(r"\\(sin|cos|tan)\s*\^\s*\{?\s*-\s*1\s*\}?")
+
+
+def _repeating(match: re.Match[str]) -> str:
+    whole, fixed, cycle = match.group(1) or "0", match.group(2), match.group(3)
+    if len(whole) + len(fixed) > MAX_DIGITS:
+        raise MathParseError(f"number with more than {MAX_DIGITS} digits")
+    numerator = int(whole + fixed + cycle) - int(whole + fixed)
+    denominator = 10 ** len(fixed) * (10 ** len(cycle) - 1)
+    return f"\\frac{{{numerator}}}{{{denominator}}}"
+
+
+def _bare_braces_as_set(text: str) -> str:
+    """``{1, 2, 3}`` written without backslashes is a set (a LaTeX group never holds a
+    top-level comma in a math answer)."""
+    if not _BARE_SET.match(text):
+        return text
+    stripped = text.strip()
+    if not stripped.endswith("}") or not _wrapped(stripped, "{", "}"):
+        return text
+    if len(_split_top(stripped[1:-1], ",;")) < 2:
+        return text
+    return "\\{" + stripped[1:-1] + "\\}"
+
+
 def latex_to_plain(text: str) -> str:
-    """Convert LaTeX/Unicode notation into plain math with ``**`` powers and ``()`` groups.
+    r"""Convert LaTeX/Unicode notation into plain math with ``**`` powers and ``()`` groups.
+
+    Before conversion, what a reader sees is made explicit: superscript digits are powers,
+    dash-like characters are minus signs, ``$`` delimiters are dropped, MATH thousands
+    separators (``16,\!386``) join their digits, percent words become ``%`` and "and"/"or"
+    become separators.
 
     Raises:
         MathParseError: unsupported command, unbalanced braces, or a bound exceeded.
     """
     if len(text) > MAX_CHARS:
         raise MathParseError(f"answer longer than {MAX_CHARS} characters")
-    text = unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS)).translate(_UNICODE)
+    text = unicodedata.normalize("NFKC", fold_scripts(text)).translate(_UNICODE)
     text = text.replace("\n", " ").replace("\t", " ").replace("~", " ")
     text = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", text)
-    text = text.replace("{,}", "").replace("\\%", "").replace("%", "").replace("\\$", "")
+    if "\\begin" not in text:
+        # Doubly escaped LaTeX from JSON-escaped data ("\\\\frac", "\\\\left("): one backslash
+        # (inside a matrix "\\\\" separates rows, so matrices are left alone).
+        text = _DOUBLE_ESCAPE.sub("\\\\", text)
+    text = text.replace("\\$", "").replace("$", " ")
+    text = _THOUSANDS_SEP.sub("", text)
+    text = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", text)
+    text = _REPEATING.sub(_repeating, text)
+    text = _MIXED.sub(r"(\1+\\frac{\2}{\3})", text)
+    text = _INVERSE_TRIG.sub(r"\\arc\1", text)
+    text = text.replace("{,}", ",")
+    text = _PERCENT_WORD.sub("%", text)
+    text = text.replace("\\%", PCT).replace("%", PCT)
+    text = text.replace("!=", " ≠ ").replace(">=", " ≥ ").replace("<=", " ≤ ")
+    text = text.replace("\\not=", " ≠ ").replace("\\not =", " ≠ ")
+    text = _CONNECTIVE.sub(" , ", text)
+    text = _bare_braces_as_set(text)
     _check_depth(text)
-    for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
-        stripped = text.strip()
-        if stripped.startswith(left) and stripped.endswith(right) and len(stripped) > 2 * len(left):
-            text = stripped[len(left) : -len(right)]
     try:
         plain = _Latex(text).until(None)
     except RecursionError:  # "\\sqrt\\sqrt\\sqrt..." nests without braces
@@ -338,13 +528,20 @@ class Piece:
     """A parsed answer's shape; expressions are Python expression strings (see to_python)."""
 
     kind: str
-    """``expr``, ``eq`` (items: lhs, rhs), ``tuple``, ``set``, ``list``, ``interval`` or
-    ``union`` (items: intervals), ``empty``."""
+    """``expr``, ``eq`` (items: lhs, rhs), ``rel`` (items: the chain's sides, ``ops``: its
+    relations), ``tuple``, ``set``, ``list``, ``system`` (equations naming different
+    unknowns), ``interval`` or ``union`` (items: intervals), ``text``, ``empty``."""
     items: list[Piece] = field(default_factory=list)
     text: str = ""
-    """For ``expr``: the plain expression text."""
+    """For ``expr``: the plain expression text; for ``text``: the normalised words."""
     closed: tuple[bool, bool] = (False, False)
     """For ``interval``: whether the left/right ends are included."""
+    ops: tuple[str, ...] = ()
+    """For ``rel``: the relations between consecutive items (``<``, ``≤``, ``≠``)."""
+    percent: bool = False
+    """For ``expr``: written with a percent sign."""
+    base: int = 0
+    """For ``expr``: a base-n numeral (``204_5``); 0 for ordinary numbers."""
 
 
 def _split_top(text: str, seps: str) -> list[str]:
@@ -380,76 +577,300 @@ def _wrapped(text: str, left: str, right: str) -> bool:
 
 
 _THOUSANDS = re.compile(r"^\s*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
+_TEXT_SEGMENT = re.compile(f"{TEXT_OPEN}([^{TEXT_OPEN}{TEXT_CLOSE}]*){TEXT_CLOSE}")
+_TEXT_POWER = re.compile(
+    f"{TEXT_OPEN}([^{TEXT_OPEN}{TEXT_CLOSE}]*){TEXT_CLOSE}(?:\\s*\\*\\*\\s*\\(\\s*\\d\\s*\\))?"
+)
+"""A text segment with an optional power after it (``\\text{ cm}^2``: the unit's power)."""
+_WORDS_ONLY = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
+_CHOICE = re.compile(r"^\(?\s*([A-Za-z]|\d+)\s*\)?$")
+_RELATIONS = "≤≥<>≠"
+_BASE_NUMERAL = re.compile(r"^\s*\(?([0-9][0-9A-Za-z]*)\)?\s*_\s*\(?(\d{1,2})\)?\s*$")
+_SHORT_UNITS = frozenset(
+    "cm mm km kg mg ms hr hrs min mins sec secs ft yd mi mph lb lbs oz ml mL sq deg rad "
+    "units unit cents dollars".split()
+)
+_PROSE_PAIR = re.compile(r"(?<![A-Za-z_\\])([A-Za-z]{2,})\s+(?=([A-Za-z]{2,})(?![A-Za-z_(]))")
+"""Two words of two or more letters side by side with only a space between."""
+_NOT_UNITS = frozenset(
+    "hundred hundreds thousand thousands million millions billion billions trillion dozen "
+    "not no never nor except minus plus times over squared cubed half halves thirds quarters "
+    "tenths hundredths thousandths less more".split()
+)
+"""Words after a value that change what it means ("5 hundred", "5 squared", "2 not"): the
+answer is refused instead of the word being dropped as a unit."""
+_TRAILING_WORD = re.compile(r"(?<=[\d)])\s+([A-Za-z]+)(?:\s*\*\*\s*\(?\s*\d\s*\)?)?\s*$")
 
 
-def split_structure(plain: str) -> Piece:
-    """The shape of a plain-math answer: equation, interval, tuple, set, list, expression.
+def normalize_words(text: str) -> str:
+    """How a text answer is compared: lower case, single spaces, no enclosing brackets."""
+    text = " ".join(text.replace(TEXT_OPEN, " ").replace(TEXT_CLOSE, " ").split()).lower()
+    while len(text) > 1 and text[0] in "([" and text[-1] in ")]":
+        text = text[1:-1].strip()
+    return text.strip(" .")
+
+
+def _is_word(word: str) -> bool:
+    """A letter run a reader sees as a word: four or more letters that are not known names,
+    or a three-letter run with no known name in it (``yes``, ``sey``)."""
+    try:
+        parts = _split_letters(word, strict=False)
+    except MathParseError:
+        return True
+    singles = run = 0
+    for part in parts:
+        run = run + 1 if len(part) == 1 else 0
+        singles = max(singles, run)
+    return singles >= 3
+
+
+def _is_prose(text: str) -> bool:
+    """Letters and spaces a reader sees as words ("no solution", "yes", "odd"), not as math
+    made of names and single letters ("\\sin x \\cos x", "\\alpha\\beta", "x y")."""
+    tokens = re.findall(r"[A-Za-z]+", text)
+    if any(_is_word(token) for token in tokens):
+        return True
+    unknown = [t for t in tokens if len(t) >= 2 and t not in _NAMES]
+    return len(unknown) >= 2
+
+
+def _drop_text(text: str, units: bool) -> str:
+    """Remove ``\\text{...}`` segments inside an answer: a connective inside one separates
+    answers; anything else is a unit (dropped when ``units`` is allowed, else refused)."""
+
+    def one(match: re.Match[str]) -> str:
+        inner = match.group(1).strip()
+        if not inner or inner == ",":
+            return " , " if inner == "," else " "
+        if inner == PCT:
+            return PCT
+        if re.search(r"\d", inner):
+            # "5 \text{ or 6}": a value hidden in text is part of the answer, never a unit.
+            raise MathParseError(f"a value inside text {inner!r}; write the answer as math")
+        if any(word.lower() in _NOT_UNITS for word in re.findall(r"[A-Za-z]+", inner)):
+            raise MathParseError(f"{inner!r} after the value changes it; write it as math")
+        if not units:
+            raise MathParseError(f"unit or text {inner!r} in the answer; give the bare value")
+        return " "
+
+    return _TEXT_POWER.sub(one, text)
+
+
+def _drop_unit_word(text: str, units: bool) -> str:
+    """``125 miles``, ``6 cm^2``: a trailing word after a value is a unit."""
+    match = _TRAILING_WORD.search(text)
+    if match is None or not re.search(r"[\d)]", text[: match.start()]):
+        return text
+    word = match.group(1)
+    if word.lower() in _NOT_UNITS:
+        raise MathParseError(f"{word!r} after the value changes it; write the value as math")
+    if word not in _SHORT_UNITS and not _is_word(word):
+        return text
+    if not units:
+        raise MathParseError(f"unit {word!r} in the answer; give the bare value")
+    return text[: match.start()]
+
+
+def split_structure(plain: str, *, units: bool = True) -> Piece:
+    """The shape of a plain-math answer: equation, relation, interval, tuple, set, list,
+    system of equations, text, expression.
+
+    Args:
+        plain: Output of :func:`latex_to_plain`.
+        units: Drop unit text after a value (``125 \\text{ miles}``); else refuse it.
 
     Raises:
-        MathParseError: relations other than ``=`` (``<``, ``≤`` ...), or an empty piece.
+        MathParseError: an empty piece, or a unit when ``units`` is off.
     """
     text = plain.strip().rstrip(".").strip()
     if not text:
         raise MathParseError("empty answer")
+    segments = _TEXT_SEGMENT.findall(text)
+    if len(segments) == 1 and _TEXT_SEGMENT.fullmatch(text):
+        inner = segments[0].strip().rstrip(".")
+        if not _CHOICE.match(inner) and not re.fullmatch(r"[\d\s.,/+\-]+", inner):
+            if inner.strip() in ("", ","):
+                raise MathParseError("empty answer")
+            return Piece("text", text=normalize_words(inner))
+        text = inner
+    text = _drop_text(text, units)
+    text = " ".join(text.split()).strip().rstrip(".").strip()
+    if not text:
+        raise MathParseError("empty answer")
+    if _WORDS_ONLY.match(text) and _is_prose(text):
+        return Piece("text", text=normalize_words(text))
+    return _solutions(text, units)
+
+
+def _solutions(text: str, units: bool) -> Piece:
+    """``;`` separates solutions; ``,`` separates values or the equations of one solution."""
+    parts = [p for p in _split_top(text, ";") if p.strip()]
+    if len(parts) > 1:
+        return Piece("list", [_solutions(p, units) for p in parts])
+    text = parts[0].strip() if parts else ""
+    if not text:
+        raise MathParseError("empty answer")
     if _THOUSANDS.match(text):
         text = text.replace(",", "")
+    commas = [c for c in _split_top(text, ",")]
+    if len(commas) > 1 and any(_has_top(c, "=≈" + _RELATIONS) for c in commas):
+        items: list[Piece] = []
+        lhs: Piece | None = None
+        for part in commas:
+            if not part.strip():
+                continue
+            if _has_top(part, "=≈" + _RELATIONS):
+                piece = _single(part, units)
+                if piece.kind == "eq":
+                    lhs = piece.items[0]
+            else:
+                piece = _expr_or_structure(part, units)
+                if lhs is not None:
+                    piece = Piece("eq", [lhs, piece])  # "x = 1, 2": more values of x
+            items.append(piece)
+        if not items:
+            raise MathParseError("empty answer")
+        names = [it.items[0].text for it in items if it.kind == "eq" and it.items[0].kind == "expr"]
+        if len(items) > 1 and len(names) == len(items) and len(set(names)) == len(names):
+            return Piece("system", items)
+        return Piece("list", items)
+    return _single(text, units)
+
+
+def _has_top(text: str, chars: str) -> bool:
+    depth = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and char in chars:
+            return True
+    return False
+
+
+def _single(text: str, units: bool) -> Piece:
+    """One answer without top-level separators."""
+    text = text.strip()
+    if not text:
+        raise MathParseError("empty answer")
     if text in ("∅",) or text.replace(" ", "") in ("{}", "()"):
         return Piece("empty")
-    if any(rel in text for rel in ("≤", "≥", "<", ">", "≠")):
-        raise MathParseError("inequalities are not supported; give the value or interval")
+    if _has_top(text, "≈"):
+        # "x = 1/3 ≈ 0.33": the exact value is the answer, the approximation is commentary;
+        # "x ≈ 11" names a value.
+        left, _, right = text.partition("≈")
+        right = _split_top(right, "≈")[0]
+        if not left.strip():
+            return _single(right, units)
+        if re.fullmatch(r"\s*[A-Za-z](?:_\w+)?\s*", left):
+            return _single(f"{left} = {right}", units)
+        return _single(left, units)
     if "∈" in text:
         text = text.split("∈")[-1].strip()
     unions = _split_top(text, "∪")
     if len(unions) > 1:
-        members = [split_structure(part) for part in unions]
+        members = [_single(part, units) for part in unions]
         for member in members:
             if member.kind == "tuple" and len(member.items) == 2:
                 member.kind = "interval"  # "(a, b) ∪ ..." : open intervals
         return Piece("union", members)
+    if _has_top(text, _RELATIONS):
+        return _relation(text, units)
     eq_parts = _split_top(text, "=")
     if len(eq_parts) > 1:
         lhs, rhs = eq_parts[0].strip(), eq_parts[-1].strip()
         if not lhs or not rhs:
             raise MathParseError("'=' with nothing on one side")
-        commas = _split_top(rhs, ",")
-        if len(commas) > 1 and not _wrapped(rhs, "(", ")"):
-            # "x = 1, 2" lists the solutions of x.
-            return Piece("list", [split_structure(c) for c in commas])
-        return Piece("eq", [_expr_or_structure(lhs), _expr_or_structure(rhs)])
-    return _expr_or_structure(text)
+        return Piece("eq", [_expr_or_structure(lhs, units), _expr_or_structure(rhs, units)])
+    return _expr_or_structure(text, units)
 
 
-def _expr_or_structure(text: str) -> Piece:
+def _relation(text: str, units: bool) -> Piece:
+    """``a < b``, ``-2 ≤ x ≤ 7``, ``x ≠ 3``: a chain of sides and relations."""
+    sides: list[str] = []
+    ops: list[str] = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and char in _RELATIONS:
+            sides.append(text[start:index])
+            ops.append(char)
+            start = index + 1
+    sides.append(text[start:])
+    if any(not side.strip() for side in sides) or len(sides) > 4:
+        raise MathParseError("a relation needs a value on each side")
+    if any("=" in side for side in sides):
+        raise MathParseError("mixed '=' and inequality")
+    return Piece("rel", [_expr_or_structure(side, units) for side in sides], ops=tuple(ops))
+
+
+def _expr_or_structure(text: str, units: bool = True) -> Piece:
     text = text.strip()
     if not text:
         raise MathParseError("empty expression")
     if _wrapped(text, "{", "}"):
         inner = text[1:-1].strip()
         return Piece(
-            "set", [_expr_or_structure(p) for p in _split_top(inner, ",")] if inner else []
+            "set",
+            [_expr_or_structure(p, units) for p in _split_top(inner, ",;") if p.strip()]
+            if inner
+            else [],
         )
     opens, closes = "([", ")]"
     if text[0] in opens and text[-1] in closes:
         inner = text[1:-1]
         # "(a, b]" is only a group when brackets match as one unit.
-        parts = _split_top(inner, ",")
+        parts = _split_top(inner, ",;")
         balanced = _balanced(inner)
         if balanced and len(parts) == 2 and (text[0] == "[" or text[-1] == "]"):
             return Piece(
                 "interval",
-                [_expr_or_structure(parts[0]), _expr_or_structure(parts[1])],
+                [_expr_or_structure(parts[0], units), _expr_or_structure(parts[1], units)],
                 closed=(text[0] == "[", text[-1] == "]"),
             )
         if balanced and len(parts) >= 2 and text[0] == "(" and text[-1] == ")":
-            return Piece("tuple", [_expr_or_structure(p) for p in parts])
+            return Piece("tuple", [_expr_or_structure(p, units) for p in parts])
     parts = _split_top(text, ",")
     if len(parts) > 1:
-        return Piece("list", [_expr_or_structure(p) for p in parts])
+        return Piece("list", [_expr_or_structure(p, units) for p in parts if p.strip()])
     if "±" in text or "∓" in text:
         plus = text.replace("±", "+", 1).replace("∓", "-", 1)
         minus = text.replace("±", "-", 1).replace("∓", "+", 1)
-        return Piece("list", [_expr_or_structure(plus), _expr_or_structure(minus)])
-    return Piece("expr", text=text)
+        return Piece("set", [_expr_or_structure(plus, units), _expr_or_structure(minus, units)])
+    ratio = _split_top(text, ":")
+    if len(ratio) > 2:
+        # "3:4:5" is a ratio of three parts, compared part by part.
+        return Piece("tuple", [_expr_or_structure(p, units) for p in ratio])
+    percent = text.rstrip().endswith(PCT)
+    text = text.replace(PCT, " ").strip()
+    if not text:
+        raise MathParseError("a percent sign without a value")
+    text = _drop_unit_word(text, units).strip()
+    if not text:
+        raise MathParseError("a unit without a value")
+    for match in _PROSE_PAIR.finditer(text):
+        first, second = match.group(1), match.group(2)
+        if first not in _NAMES and second not in _NAMES and not (first + second).isupper():
+            # "The sum is 5" is a sentence, not the product T*h*e*s*u*m*i*s*5.
+            raise MathParseError(f"'{first} {second}' looks like prose, not math")
+    base = _BASE_NUMERAL.match(text)
+    if base is not None:
+        digits, radix = base.group(1), int(base.group(2))
+        if not 2 <= radix <= 36:
+            raise MathParseError(f"base {radix} is not between 2 and 36")
+        try:
+            value = int(digits, radix)
+        except ValueError:
+            raise MathParseError(f"{digits} is not a numeral in base {radix}") from None
+        if len(digits) > MAX_DIGITS:
+            raise MathParseError(f"numeral with more than {MAX_DIGITS} digits")
+        return Piece("expr", text=str(value), base=radix)
+    return Piece("expr", text=text, percent=percent)
 
 
 def _balanced(text: str) -> bool:
@@ -468,11 +889,11 @@ def _balanced(text: str) -> bool:
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d*)?|\.\d+)|(?P<name>[A-Za-z]+(?:_[A-Za-z0-9]+)?)"
-    r"|(?P<op>\*\*|[-+*/^!|(),\[\]]))"
+    r"|(?P<op>\*\*|[-+*/^!|(),\[\]:]))"
 )
 
 
-def _split_letters(word: str) -> list[str]:
+def _split_letters(word: str, strict: bool = True) -> list[str]:
     """``"2xy"`` reads as 2*x*y: split a letter run into known names and single letters.
 
     A run of four or more letters that is not made of known names is a word, and prose is
@@ -480,7 +901,7 @@ def _split_letters(word: str) -> list[str]:
     """
     if "_" in word:
         head, _, sub = word.partition("_")
-        parts = _split_letters(head)
+        parts = _split_letters(head, strict)
         parts[-1] = parts[-1] + "_" + sub
         return parts
     out: list[str] = []
@@ -498,7 +919,7 @@ def _split_letters(word: str) -> list[str]:
     for part in out:
         run = run + 1 if len(part) == 1 else 0
         longest = max(longest, run)
-    if longest >= 4:
+    if strict and longest >= 4:
         raise MathParseError(f"'{word}' looks like a word, not math")
     return out
 
@@ -543,7 +964,7 @@ def to_python(expr: str) -> str:
                 tokens.append((kind, name))
         else:
             op = match.group("op")
-            tokens.append(("op", "**" if op == "^" else op))
+            tokens.append(("op", {"^": "**", ":": "/"}.get(op, op)))
     if not tokens:
         raise MathParseError("empty expression")
     return _emit(tokens)
@@ -592,12 +1013,29 @@ def _emit(tokens: list[tuple[str, str]]) -> str:
                 out.append(f"( {value}( {argument} ) ) ** ( {power} )")
                 index = arg_end
                 continue
-            # Bare function: its argument is the next factor (with an optional power).
-            if nxt[0] == "func" or nxt[1] in (")", "]", "|", "+", "-", "*", "/", "**", ",", "!"):
+            # Bare function: its argument is the next implicit product of numbers and
+            # letters (``\\sin 2x`` is sin(2x), ``\\ln|x|`` is ln(|x|)), each with an
+            # optional power; it stops at an operator, a bracket or another function.
+            if nxt[1] == "|":
+                close = next(
+                    (j for j in range(index + 2, len(tokens)) if tokens[j][1] == "|"), None
+                )
+                if close is None:
+                    raise MathParseError("unbalanced '|'")
+                out.append(value + "(")
+                out.append(_emit(tokens[index + 1 : close + 1]))
+                out.append(")")
+                index = close + 1
+                continue
+            if nxt[0] == "func" or nxt[1] in (")", "]", "+", "-", "*", "/", "**", ",", "!"):
                 raise MathParseError(f"write {value}(...) with parentheses")
             end = _atom_end(tokens, index + 1)
             if end < len(tokens) and tokens[end][1] == "**":
                 end = _atom_end(tokens, end + 1)
+            while end < len(tokens) and tokens[end][0] in ("num", "name"):
+                end += 1
+                if end < len(tokens) and tokens[end][1] == "**":
+                    end = _atom_end(tokens, end + 1)
             out.append(value + "(")
             out.append(_emit(tokens[index + 1 : end]))
             out.append(")")

@@ -9,8 +9,9 @@ worker is killed when the spec's ``timeout_s`` passes.
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -22,7 +23,9 @@ from ..text import completion_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote, references_as_text
 from ._exact import normalize_text
-from ._extract import Extract, extract_answer
+from ._extract import Extract, answer_phrase, answer_tag, extract_answer, strip_thinking
+from ._latex import fold_scripts
+from ._mathboxes import boxed_group, last_math_segment
 
 __all__ = ["MathAnswer", "MathSpec", "equivalent"]
 
@@ -39,11 +42,41 @@ class MathSpec(AnswerSpec):
     ``\\boxed{}``, then "The answer is ...", then the last line), ``boxed``, ``answer_tag``,
     ``answer_phrase``, ``last_line`` or ``full``."""
     rel_tol: float = Field(default=1e-9, ge=0.0)
-    """Relative tolerance for numeric comparison (numbers, and expressions evaluated at
-    random points). Small by default: ``answer.math`` judges exact answers; use
-    ``answer.numeric`` for measured or rounded quantities."""
-    abs_tol: float = Field(default=1e-12, ge=0.0)
-    """Absolute tolerance for numeric comparison."""
+    """Relative tolerance between exact values (numbers, and expressions at test points),
+    relative to the reference's magnitude. Small by default: ``answer.math`` judges exact
+    answers; use ``answer.numeric`` for measured or rounded quantities."""
+    abs_tol: float = Field(default=0.0, ge=0.0)
+    """Absolute floor under every tolerance. 0 by default, so ``0`` never passes a tiny
+    reference such as ``9.109e-31``; set it only when the task's scale is known."""
+    decimal_rel_tol: float = Field(default=1e-6, ge=0.0)
+    """A decimal answer for an exact non-integer reference (``0.333333`` for ``\\frac13``)
+    passes when it is this close relatively *and* both round to the same ``decimal_places``
+    decimals (Math-Verify's reading: six places). Set it to 0 to demand exact values. An
+    integer reference always needs an exact answer (``3.0000001`` is not ``3``)."""
+    decimal_places: int = Field(default=6, ge=0, le=15)
+    """See ``decimal_rel_tol``: ``0.3333336`` rounds to ``0.333334`` and fails ``\\frac13``."""
+    percent: Literal["either", "strict"] = "either"
+    """``either``: a reference ``28\\%`` accepts ``28\\%``, ``28`` and ``0.28`` (and ``28\\%``
+    answers a reference ``0.28`` or ``28``); an answer written with ``%`` must give the
+    percent value. ``strict``: the percent sign is dropped and only ``28`` matches."""
+    units: Literal["ignore", "refuse"] = "ignore"
+    """``ignore``: unit text after a value is dropped (``125 \\text{ miles}``, ``6 cm^2``).
+    ``refuse``: an answer with a unit fails, for tasks that ask for a bare number."""
+    named_equations: bool = True
+    """A naming equation stands for its value: ``x = 5`` answers ``5`` and
+    ``(p,q)=(3,2)`` answers ``(3,2)``, as Math-Verify reads them. Off: an equation only
+    matches an equation (``x = 2`` never matches ``y = 2`` either way)."""
+    inequality_for_interval: bool = False
+    """An inequality answer matches a set/interval reference (``x > 2`` for
+    ``(2, \\infty)``). Off by default, as Math-Verify: a reference in interval notation asks
+    for interval notation. An interval answering an inequality reference always compares."""
+    sets_match_tuples: bool = True
+    """A set and a tuple with the same elements match (``\\{1,2\\}`` vs ``(1,2)``), as in
+    Math-Verify; off: braces and parentheses must agree."""
+    multiple_boxed: Literal["group", "last"] = "group"
+    """``group``: the boxes that close the answer together are one answer in parts
+    (``\\boxed{2} and \\boxed{3}`` is the list ``2, 3``; a hedge therefore fails a single
+    reference). ``last``: only the last ``\\boxed{}`` is read."""
     timeout_s: float = Field(default=5.0, gt=0.0)
     """Time allowed for one comparison in the worker. An answer sympy cannot compare in time
     is a model failure (too complex), unless the item's own deadline ran out (then error)."""
@@ -54,32 +87,67 @@ class MathSpec(AnswerSpec):
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
 
 
+def _tolerance(payload: dict[str, Any]) -> Any:
+    from ._mathparse import Tolerance
+
+    return Tolerance(
+        rel=float(payload["rel_tol"]),
+        abs=float(payload.get("abs_tol", 0.0)),
+        decimal_rel=float(payload.get("decimal_rel_tol", 1e-6)),
+        decimal_places=int(payload.get("decimal_places", 6)),
+        percent=payload.get("percent", "either") == "either",
+        named=bool(payload.get("named_equations", True)),
+        sets_tuples=bool(payload.get("sets_match_tuples", True)),
+        relation_for_set=bool(payload.get("inequality_for_interval", False)),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_reference(reference: str) -> Any:
+    """References repeat across a GRPO group: each is parsed once per worker (the parse is
+    a pure function of the text; the comparison never mutates it)."""
+    from ._mathparse import parse_answer
+
+    return parse_answer(reference, units=True)
+
+
 def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
     """Worker entry point: compare one answer with references. JSON in, JSON out.
 
-    Payload: ``candidate`` (str), ``references`` (list of str), ``rel_tol``, ``abs_tol``.
-    Returns ``{"equal", "reason", "method", "candidate", "matched", "bad_reference"}``.
-    ``bad_reference`` is set (and nothing else is meaningful) when a reference that looks
-    like math does not parse: that is the task's fault, not the model's.
+    Payload: ``candidate`` (str), ``references`` (list of str), ``rel_tol``, and optionally
+    the other :class:`MathSpec` comparison fields. Returns ``{"equal", "reason", "method",
+    "candidate", "matched", "bad_reference"}``. ``bad_reference`` is set (and nothing else
+    is meaningful) when a reference that looks like math does not parse: that is the task's
+    fault, not the model's. Nothing the candidate holds raises out of here: a parse or
+    arithmetic failure on the model's text is that model's "not equal".
     """
     from ._latex import MathParseError
-    from ._mathparse import Tolerance, equal_pieces, parse_answer, show
+    from ._mathparse import _SYMPY_REFUSALS, equal_pieces, parse_answer, show
 
-    tol = Tolerance(float(payload["rel_tol"]), float(payload["abs_tol"]))
+    tol = _tolerance(payload)
+    units = payload.get("units", "ignore") == "ignore"
     references: list[str] = list(payload["references"])
     parsed_refs: list[tuple[str, Any]] = []
     for reference in references:
         try:
-            parsed_refs.append((reference, parse_answer(reference)))
+            parsed_refs.append((reference, _parse_reference(reference)))
         except MathParseError as exc:
             if _WORDS.match(reference.strip()):
                 continue  # a word answer ("no solution"): compared as text by the caller
             return {"bad_reference": f"reference {quote(reference)} does not parse: {exc}"}
     out: dict[str, Any] = {"equal": False, "reason": "", "method": "", "matched": None}
-    try:
-        got = parse_answer(str(payload["candidate"]))
-    except MathParseError as exc:
-        out["reason"] = f"could not parse the answer as math: {exc}"
+    got = None
+    for index, text in enumerate([str(payload["candidate"]), *payload.get("fallbacks", [])]):
+        try:
+            got = parse_answer(text, units=units, boxes=False)
+            break
+        except MathParseError as exc:
+            if index == 0:
+                out["reason"] = f"could not parse the answer as math: {exc}"
+        except _SYMPY_REFUSALS as exc:  # belt and braces: the parser should have said why
+            if index == 0:
+                out["reason"] = f"could not parse the answer as math ({type(exc).__name__})"
+    if got is None:
         out["unparsable"] = True
         return out
     out["candidate"] = show(got)
@@ -88,18 +156,7 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
 
     # What sympy raises on exotic but well-formed answers: they are "not equal". Anything
     # else (an AssertionError, a bug) escapes and the item is an error, never a silent 0.
-    sympy_refusals = (
-        TypeError,
-        ValueError,
-        ArithmeticError,
-        AttributeError,
-        NotImplementedError,
-        RecursionError,
-        IndexError,
-        KeyError,
-        SympifyError,
-        BasePolynomialError,
-    )
+    sympy_refusals = (*_SYMPY_REFUSALS, SympifyError, BasePolynomialError)
     reasons: list[str] = []
     for reference, want in parsed_refs:
         try:
@@ -172,6 +229,24 @@ class MathAnswer(Verifier[MathSpec]):
                 "could not find an answer: put the final answer in \\boxed{}",
                 details={"extract": spec.extract},
             )
+        if spec.multiple_boxed == "group" and source in ("boxed", "answer_tag", "answer_phrase"):
+            # extract_answer keeps the last box; the whole final group of boxes is the answer.
+            text = completion_text(trajectory)
+            text = strip_thinking(text) if spec.strip_thinking else text
+            if source == "answer_tag":
+                text = answer_tag(text) or ""
+            elif source == "answer_phrase":
+                text = answer_phrase(text) or ""
+            group = boxed_group(text)
+            if group:
+                answer = group
+        # The last line of a completion is often a sentence around the math: "Therefore
+        # $x \\geq 5$ is the solution." Its last delimited formula is tried when the whole
+        # does not parse.
+        region = answer
+        if source == "last_line":
+            region = completion_text(trajectory)
+            region = strip_thinking(region) if spec.strip_thinking else region
         details: dict[str, Any] = {"answer": answer[:200], "source": source}
         if len(answer) > spec.max_answer_chars:
             return Result.failed(
@@ -181,9 +256,10 @@ class MathAnswer(Verifier[MathSpec]):
             )
         # Fast path: identical after text normalisation (no worker round trip).
         text_opts = {"ignore_case": False, "ignore_punctuation": False, "ignore_articles": False}
-        got_text = normalize_text(answer, **text_opts).replace(" ", "")
+        # Superscripts are folded to powers first: NFKC alone reads "1²" as "12".
+        got_text = normalize_text(fold_scripts(answer), **text_opts).replace(" ", "")
         for reference in references:
-            if normalize_text(reference, **text_opts).replace(" ", "") == got_text:
+            if normalize_text(fold_scripts(reference), **text_opts).replace(" ", "") == got_text:
                 details.update(method="text", matched=reference)
                 return Result.scored(1.0, feedback="correct", details=details)
         payload = {
@@ -191,6 +267,14 @@ class MathAnswer(Verifier[MathSpec]):
             "references": references,
             "rel_tol": spec.rel_tol,
             "abs_tol": spec.abs_tol,
+            "decimal_rel_tol": spec.decimal_rel_tol,
+            "decimal_places": spec.decimal_places,
+            "percent": spec.percent,
+            "units": spec.units,
+            "named_equations": spec.named_equations,
+            "sets_match_tuples": spec.sets_match_tuples,
+            "inequality_for_interval": spec.inequality_for_interval,
+            "fallbacks": last_math_segment(answer, region),
         }
         out, limit = await _compare(ctx, payload, spec.timeout_s)
         if out is None:

@@ -1,0 +1,125 @@
+"""Several ``\\boxed{}`` at the end of a math answer: one answer in parts, or a hedge.
+
+Models box each part of a multi-part answer: ``\\boxed{2} and \\boxed{3}``,
+``\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}``, ``\\boxed{k = 45}, \\boxed{n = 2}``.
+Reading only the last box fails every such answer against its reference. Users coming from
+Math-Verify expect the rule it applies, which this module follows in its own code: the last
+box, plus each earlier box that is *close* to the group (fewer than 10 characters apart, or
+fewer than 70 with a separator "and", "or", ``,`` or ``;`` between them and a different
+content). The boxes of a group are joined with ``,``, so they are compared as a list: a hedge
+(``\\boxed{2} or \\boxed{3}`` for reference ``2``) offers two values and fails. A box far from
+the end (a discarded attempt earlier in the text) is not part of the answer.
+
+Linear in the text: boxes are found left to right and each character is visited once (a box
+inside a box is part of the outer one's content, not a separate part).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_BOXES", "boxed_group", "last_math_segment"]
+
+MAX_BOXES = 50
+"""Most boxes joined into one answer; the group keeps the last ones."""
+
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*")
+_SEPARATOR = re.compile(r"\b(?:and|or)\b|[,;]")
+
+
+def _boxes(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, content)`` of every top-level box, in order."""
+    found: list[tuple[int, int, str]] = []
+    pos = 0
+    while True:
+        match = _BOX.search(text, pos)
+        if match is None:
+            return found
+        start = match.end()
+        if start < len(text) and text[start] == "{":
+            depth = 0
+            end = start
+            while end < len(text):
+                char = text[end]
+                if char == "\\":
+                    end += 2
+                    continue
+                if char == "{":
+                    depth += 1
+                elif char == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                end += 1
+            found.append((match.start(), min(end, len(text)), text[start + 1 : end].strip()))
+            pos = end + 1
+        else:
+            token = re.compile(r"[^\s$\\]+").match(text, start)
+            if token is not None:
+                found.append((match.start(), token.end(), token.group(0)))
+                pos = token.end()
+            else:
+                pos = start + 1
+
+
+def boxed_group(text: str) -> str | None:
+    """The final group of boxes joined with ``", "``, or None when there is no box."""
+    boxes = _boxes(text)
+    if not boxes:
+        return None
+    group = [boxes[-1]]
+    for box in reversed(boxes[:-1]):
+        if len(group) >= MAX_BOXES:
+            break
+        nxt = group[-1]
+        between = text[box[1] + 1 : nxt[0]]
+        close = len(between) < 10 or (
+            len(between) < 70 and box[2] != nxt[2] and _SEPARATOR.search(between) is not None
+        )
+        if not close:
+            break
+        if box[2] != nxt[2]:
+            group.append(box)
+        else:
+            group[-1] = box  # the same content boxed twice counts once
+    contents = [content for _, _, content in reversed(group)]
+    return ", ".join(contents)
+
+
+_MATH_SEGMENT = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|\$([^$\n]+?)\$", re.S)
+MAX_REGION_CHARS = 4_000
+_IS_VALUE = re.compile(r"\b(?:is|are|equals|be)\s+([^\s][^\n]{0,200}?)\s*[.!]?\s*$")
+"""Only the tail of a long region is searched for a formula (the search is linear anyway)."""
+
+
+def _segments(text: str) -> list[tuple[int, str]]:
+    out = []
+    for match in _MATH_SEGMENT.finditer(text):
+        inner = next(g for g in match.groups() if g is not None).strip()
+        if inner:
+            out.append((match.end(), inner))
+    return out
+
+
+def last_math_segment(answer: str, region: str) -> list[str]:
+    """The formula a reader takes as the answer of a sentence ("Therefore $x \\geq 5$ is
+    the solution."): the one distinct ``$...$`` / ``$$...$$`` / ``\\(...\\)`` /
+    ``\\[...\\]`` formula in ``answer``; or, when ``answer`` has none, the formula that ends
+    ``region`` (the text the answer came from). Several different formulas in the answer
+    ("$5$ or maybe $6$") are a hedge: no fallback. Empty when there is nothing to try."""
+    out: list[str] = []
+    tail = _IS_VALUE.search(answer[-MAX_REGION_CHARS:])
+    if tail is not None and re.search(r"[\d$]", tail.group(1)):
+        # "The largest $n$ is 34.": the value after the sentence's last "is".
+        out.append(tail.group(1).strip())
+    found = _segments(answer)
+    if found:
+        distinct = {inner for _, inner in found}
+        if len(distinct) == 1 and found[0][1] != answer.strip():
+            out.append(found[0][1])
+        return out
+    tail_text = region[-MAX_REGION_CHARS:]
+    found = _segments(tail_text)
+    if found and len(tail_text[found[-1][0] :].strip(" \t\n.;:!")) == 0:
+        out.append(found[-1][1])
+    return out
