@@ -84,7 +84,10 @@ def _significant(number: Number) -> int:
 @lru_cache(maxsize=16384)
 def _significant_digits(value: float, decimals: int) -> int:
     """Printed significant digits (memoised: table cells are compared over and over)."""
-    return len(str(round(abs(value) * 10**decimals)))
+    try:
+        return len(str(round(abs(value) * 10 ** min(decimals, 20))))
+    except (OverflowError, ValueError):  # a figure near float's range: many digits
+        return 17
 
 
 def same_figure(

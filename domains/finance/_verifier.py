@@ -31,13 +31,16 @@ from verifiers.text import completion_text
 from verifiers.types import Result, Trajectory
 
 from ._answer import SCALES, Answer, AnswerError, find_answer, read_answer
+from ._dependence import dead_inputs
 from ._document import Document
 from ._formula import (
     Formula,
     FormulaError,
     FormulaLimits,
     FormulaRejected,
+    Program,
     evaluate,
+    is_constant,
     parse_formula,
     parse_program,
     run_program,
@@ -176,37 +179,6 @@ def _round(value: float, digits: int) -> Decimal | None:
         return None
 
 
-def _dead_operands(formula: Formula, values: dict[str, float], result: float) -> list[str]:
-    """Operands whose value does not change the result (``s*0 + 24.41``, ``a - a + 7``).
-
-    A formula that cites a figure and then discards it would let a model "ground" any number
-    it likes; each used operand is nudged once and must move the result.
-    """
-    dead: list[str] = []
-    for name in sorted(formula.names):
-        nudged = dict(values)
-        nudged[name] = values[name] * 1.37 + 0.61
-        try:
-            moved = evaluate(formula, nudged)
-        except (FormulaError, FormulaRejected):
-            continue  # e.g. a division that only breaks at the nudged value: not dead
-        if isinstance(moved, bool) or isinstance(result, bool):
-            continue
-        if abs(moved - result) <= 1e-12 * max(1.0, abs(result)):
-            dead.append(name)
-    return dead
-
-
-def _is_constant(value: float) -> bool:
-    """Literals a formula may use without citing them: small integers and powers of ten."""
-    if value == int(value) and abs(value) <= 100:
-        return True
-    if value > 0:
-        exponent = math.log10(value)
-        return abs(exponent - round(exponent)) < 1e-12 and abs(exponent) <= 12
-    return False
-
-
 @register("finance.formula")
 class FormulaCrossCheck(Verifier[FinanceSpec]):
     """Cross-check a financial answer: grounding, consistency, correctness (see module doc)."""
@@ -318,7 +290,7 @@ def judge(
             literals = [
                 (f"{value:g}", Number(value, decimals))
                 for value, decimals in formula.literals
-                if not _is_constant(value)
+                if not is_constant(value)
             ]
         elif program is not None:
             literals = [
@@ -379,8 +351,8 @@ def judge(
 
 def _consistency(
     answer: Answer,
-    formula: Any,
-    program: Any,
+    formula: Formula | None,
+    program: Program | None,
     document: Document | None,
     scale: str,
     spec: FinanceSpec,
@@ -397,44 +369,49 @@ def _consistency(
             return 0.0
         values[operand.name] = operand.number.base
         base_units = base_units or bool(operand.number.scale)
+    rows = document.row_numbers if document is not None else (lambda _label: None)
+    what = "formula" if formula is not None else "program"
+    inputs: dict[Any, float] = {}
+    compute: Any
     try:
         if formula is not None:
             result: float | bool = evaluate(formula, values)
+            inputs = {("name", n): values[n] for n in sorted(formula.names)}
+            # The same figure written twice is one input (like an operand name used twice).
+            inputs.update(
+                {
+                    ("literal", float(node.value)): float(node.value)
+                    for node in formula.literal_nodes
+                    if not is_constant(float(node.value))
+                }
+            )
+            compute = _formula_compute(formula, values)
         else:
-            rows = document.row_numbers if document is not None else (lambda _label: None)
-            result = run_program(program, values, rows)
+            assert program is not None
+            read: dict[str, float] = {}
+            result = run_program(program, values, rows, inputs=read)
+            inputs = dict(read)
+            compute = _program_compute(program, values, rows)
     except FormulaRejected:
         raise
     except FormulaError as exc:
         feedback.append(f"consistency: {exc}")
         return 0.0
     details["computed"] = result
+    if not inputs:
+        feedback.append(
+            f"consistency: the {what} uses no figure from the document (only constants)"
+        )
+        return 0.0
     if isinstance(result, bool) or answer.boolean is not None:
         ok = isinstance(result, bool) and result == answer.boolean
         if not ok:
             feedback.append(
-                f"consistency: the {'formula' if formula else 'program'} gives {_show(result)}, "
-                f"the answer says {answer.text}"
-            )
-        return 1.0 if ok else 0.0
-    assert answer.value is not None
-    if (
-        formula is not None
-        and not formula.names
-        and all(_is_constant(v) for v, _ in formula.literals)
-    ):
-        feedback.append(
-            "consistency: the formula uses no figure from the document (only constants)"
-        )
-        return 0.0
-    if formula is not None:
-        dead = _dead_operands(formula, values, result)
-        if dead:
-            feedback.append(
-                f"consistency: operand(s) {', '.join(dead)} do not affect the formula's result "
-                "(cancelled or multiplied away): the formula must compute the answer from them"
+                f"consistency: the {what} gives {_show(result)}, the answer says {answer.text}"
             )
             return 0.0
+        return _depends(compute, inputs, result, 0.0, what, formula, program, feedback)
+    assert answer.value is not None
     factor = scale_factor(scale) if base_units and scale != "percent" else 1.0
     stated = answer.value * factor
     if not (math.isfinite(stated) and math.isfinite(result)):
@@ -444,15 +421,88 @@ def _consistency(
     candidates = [(stated, half)]
     if scale == "percent":
         candidates.append((stated / 100.0, half / 100.0))
-    for target, slack in candidates:
-        if abs(result - target) <= max(slack, spec.consistency_rtol * abs(target), 1e-9):
-            return 1.0
-    what = "formula" if formula is not None else "program"
+    # Tightest reading first: an answer of 0 percent matches as a percentage and as a
+    # fraction, and the dependence test must use the tolerance of the fraction reading.
+    slacks = [(t, max(h, spec.consistency_rtol * abs(t), 1e-9)) for t, h in candidates]
+    for target, slack in sorted(slacks, key=lambda c: c[1]):
+        if abs(result - target) <= slack:
+            return _depends(compute, inputs, result, slack, what, formula, program, feedback)
     feedback.append(
         f"consistency: the {what} gives {result:.6g}, but the answer says {answer.text}"
         + (f" {scale}" if scale else "")
     )
     return 0.0
+
+
+def _formula_compute(formula: Formula, values: dict[str, float]) -> Any:
+    def compute(changed: Any) -> float:
+        names = dict(values)
+        literals: dict[int, float] = {}
+        for (kind, key), value in changed.items():
+            if kind == "name":
+                names[key] = value
+            else:
+                literals.update(
+                    {id(n): value for n in formula.literal_nodes if float(n.value) == key}
+                )
+        return evaluate(formula, names, literals=literals)
+
+    return compute
+
+
+def _program_compute(program: Program, values: dict[str, float], rows: Any) -> Any:
+    def compute(changed: Any) -> float | bool:
+        return run_program(program, values, rows, overrides=changed)
+
+    return compute
+
+
+def _input_name(key: Any, formula: Formula | None, program: Program | None) -> str:
+    if formula is not None:
+        kind, ident = key
+        return str(ident) if kind == "name" else f"literal {ident:g}"
+    return f"{key!r:.40}"
+
+
+def _depends(
+    compute: Any,
+    inputs: dict[Any, float],
+    result: float | bool,
+    slack: float,
+    what: str,
+    formula: Formula | None,
+    program: Program | None,
+    feedback: list[str],
+) -> float:
+    """1.0 when the result depends on every figure (see ``_dependence``) and computes
+    something; else 0.0 with a feedback line."""
+    dead = dead_inputs(compute, inputs, result, slack)
+    if dead:
+        shown = ", ".join(_input_name(k, formula, program) for k in dead)
+        feedback.append(
+            f"consistency: figure(s) {shown} do not affect the {what}'s result beyond the "
+            "answer's precision (cancelled, multiplied away, vanishing or hidden behind "
+            f"min/max): the {what} must compute the answer from every figure it cites"
+        )
+        return 0.0
+    if not isinstance(result, bool) and _restates(inputs, result, slack):
+        feedback.append(
+            f"consistency: the {what} only restates one figure (times a power of ten): "
+            "compute the answer from the figures the question asks about"
+        )
+        return 0.0
+    return 1.0
+
+
+def _restates(inputs: dict[Any, float], result: float, slack: float) -> bool:
+    """One figure whose value is the result, up to sign and a power of ten."""
+    if len(inputs) != 1:
+        return False
+    value = next(iter(inputs.values()))
+    if value == 0:
+        return result == 0
+    ratio = abs(result / value)
+    return any(abs(ratio - 10.0**k) <= 1e-9 * 10.0**k for k in range(-12, 13))
 
 
 def _rejected(
