@@ -378,13 +378,7 @@ def _consistency(
             result: float | bool = evaluate(formula, values)
             inputs = {("name", n): values[n] for n in sorted(formula.names)}
             # The same figure written twice is one input (like an operand name used twice).
-            inputs.update(
-                {
-                    ("literal", float(node.value)): float(node.value)
-                    for node in formula.literal_nodes
-                    if not is_constant(float(node.value))
-                }
-            )
+            inputs.update({("literal", v): v for v, _ in formula.literals if not is_constant(v)})
             compute = _formula_compute(formula, values)
         else:
             assert program is not None
@@ -443,7 +437,13 @@ def _formula_compute(formula: Formula, values: dict[str, float]) -> Any:
                 names[key] = value
             else:
                 literals.update(
-                    {id(n): value for n in formula.literal_nodes if float(n.value) == key}
+                    {
+                        id(node): value
+                        for (v, _), node in zip(
+                            formula.literals, formula.literal_nodes, strict=True
+                        )
+                        if v == key
+                    }
                 )
         return evaluate(formula, names, literals=literals)
 
