@@ -839,13 +839,13 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
                 f"{topo['nonmanifold_vertices']} vertices are non-manifold (bodies touching at "
                 "a single point); separate the bodies or merge them properly"
             )
-        elif inverted:
+        elif (volume or 0.0) <= 0:
+            why = f"the enclosed volume is {_fmt(volume or 0.0)} (faces wound inside out?)"
+        else:
             why = (
                 f"body {inverted[0]} is inside out (negative volume) and is not a cavity "
                 "inside another body"
             )
-        else:
-            why = f"the enclosed volume is {_fmt(volume or 0.0)} (faces wound inside out?)"
         return {
             "gate": {"passed": False, "reason": f"not a closed volume: {why}"},
             "stats": stats,
