@@ -27,7 +27,7 @@ from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, VerifierError
 from verifiers.protocol import Spec, Verifier
 from verifiers.registry import register
-from verifiers.text import completion_text
+from verifiers.text import completion_text, prompt_text
 from verifiers.types import Result, Trajectory
 
 from ._answer import SCALES, Answer, AnswerError, find_answer, read_answer
@@ -46,6 +46,7 @@ from ._formula import (
     run_program,
 )
 from ._numbers import Number, parse_number, scale_factor
+from ._relevance import relevance
 from ._sources import load_document, load_inline
 
 __all__ = ["FinanceSpec", "FormulaCrossCheck", "Reference"]
@@ -204,7 +205,14 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
                 pdf_memory_mb=spec.pdf_memory_mb,
                 max_pages=spec.max_pages,
             )
-        return judge(completion_text(trajectory), spec, document, reference, doc_details)
+        return judge(
+            completion_text(trajectory),
+            spec,
+            document,
+            reference,
+            doc_details,
+            question=prompt_text(trajectory),
+        )
 
     def verify_inline(self, trajectory: Trajectory, spec: FinanceSpec) -> Result | None:
         """Judge right in the engine's loop when the document is inline (or absent).
@@ -228,7 +236,14 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
                 if loaded is None:
                     return None
                 document, doc_details = loaded
-            return judge(completion_text(trajectory), spec, document, reference, doc_details)
+            return judge(
+                completion_text(trajectory),
+                spec,
+                document,
+                reference,
+                doc_details,
+                question=prompt_text(trajectory),
+            )
         except VerifierError:
             return None
 
@@ -239,12 +254,20 @@ def judge(
     document: Document | None,
     reference: Reference | None,
     doc_details: dict[str, Any] | None = None,
+    *,
+    question: str = "",
 ) -> Result:
-    """Score a completion against a loaded document (the synchronous core of the verifier)."""
+    """Score a completion against a loaded document (the synchronous core of the verifier).
+
+    Without a reference and with a document, ``relevance`` (see ``_relevance``) joins the
+    components and the reward: the figures must be the ones ``question`` asks about.
+    """
     details: dict[str, Any] = {"document": doc_details or {}}
     zeros = {c: 0.0 for c in _COMPONENTS if c != "correct" or reference is not None}
     if document is None:
         zeros.pop("grounding", None)
+    elif reference is None:
+        zeros["relevance"] = 0.0
     try:
         answer = read_answer(find_answer(completion))
     except AnswerError as exc:
@@ -267,13 +290,22 @@ def judge(
     )
 
     # -- grounding -----------------------------------------------------------------------
+    used = formula.names if formula is not None else (program.names if program else frozenset())
+    found_at: list[tuple[str, Any]] = []
     if document is not None:
         checked: list[dict[str, Any]] = []
+        unused = [name for name in answer.operands if name not in used]
+        if unused and (formula is not None or program is not None):
+            details["unused_operands"] = unused[:20]
         for operand in answer.operands.values():
+            if (formula is not None or program is not None) and operand.name not in used:
+                continue  # a figure the computation ignores is no evidence of anything
             if operand.number is None:
                 checked.append({"operand": operand.name, "found": False, "reason": "not a number"})
                 continue
             match = document.locate(operand.number, operand.cite, sign=spec.grounding_sign)
+            if match.found:
+                found_at.append((f"operand {operand.name}", match))
             checked.append(
                 {
                     "operand": operand.name,
@@ -298,6 +330,8 @@ def judge(
             ]
         for raw, number in literals:
             match = document.locate(number, None, sign=spec.grounding_sign)
+            if match.found:
+                found_at.append((f"literal {raw}", match))
             checked.append(
                 {
                     "literal": raw,
@@ -335,6 +369,13 @@ def judge(
             )
         except FormulaRejected as exc:
             return _rejected(answer, exc, zeros, details)
+
+    # -- relevance (no reference) ----------------------------------------------------------
+    if document is not None and reference is None:
+        share, lines, per_figure = relevance(found_at, question, document.text)
+        components["relevance"] = share
+        feedback.extend(lines)
+        details["relevance"] = per_figure
 
     # -- correctness ---------------------------------------------------------------------
     if reference is not None:
@@ -589,10 +630,11 @@ def _correctness(
 
 def _reward(components: dict[str, float], spec: FinanceSpec, has_reference: bool) -> float:
     if spec.weights:
-        unknown = set(spec.weights) - set(_COMPONENTS)
+        unknown = set(spec.weights) - {*_COMPONENTS, "relevance"}
         if unknown:
             raise BadInput(
-                f"spec.weights has unknown components {sorted(unknown)}; use {list(_COMPONENTS)}"
+                f"spec.weights has unknown components {sorted(unknown)}; "
+                f"use {[*_COMPONENTS, 'relevance']}"
             )
         used = {k: w for k, w in spec.weights.items() if k in components and w > 0}
         total = sum(used.values())
@@ -602,7 +644,7 @@ def _reward(components: dict[str, float], spec: FinanceSpec, has_reference: bool
     if has_reference:
         return components["correct"]
     reward = 1.0
-    for name in ("grounding", "consistency"):
+    for name in ("grounding", "consistency", "relevance"):
         if name in components:
             reward *= components[name]
     return reward
