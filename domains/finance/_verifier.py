@@ -185,7 +185,7 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
     """Cross-check a financial answer: grounding, consistency, correctness (see module doc)."""
 
     Spec = FinanceSpec
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     cacheable: ClassVar[bool] = False
 
     async def verify(

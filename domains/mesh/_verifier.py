@@ -73,7 +73,7 @@ class MeshConstraints(Verifier[MeshSpec]):
     ``details["all_passed"]`` says whether every one passed. See docs/mesh.md.
     """
 
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     Spec = MeshSpec
 
     async def verify(self, trajectory: Trajectory, spec: MeshSpec, ctx: VerifierContext) -> Result:
