@@ -142,19 +142,37 @@ class Answer:
 def find_answer(text: str) -> dict[str, Any]:
     """The last JSON object with an ``answer`` key in ``text`` (fenced blocks first).
 
+    Linear in the completion: the decoder reads at most :data:`_SCAN_FACTOR` times the text
+    (plus :data:`_SCAN_SLACK` characters) over all candidates, so nested objects around a
+    megabyte string cost a few decodes, not one per level. This runs on the engine's inline
+    path, which has no deadline.
+
     Raises:
-        AnswerError: none found.
+        AnswerError: none found (or the scan budget ran out first).
     """
     if len(text) > _MAX_COMPLETION:
         text = text[-_MAX_COMPLETION:]
+    budget = [_SCAN_FACTOR * len(text) + _SCAN_SLACK]
     for block in _fenced_blocks(text):
-        found = _scan(block)
+        found = _scan(block, budget)
         if found is not None:
             return found
-    found = _scan(text)
+    found = _scan(text, budget)
     if found is None:
+        if budget[0] <= 0:
+            raise AnswerError(
+                'no JSON object with an "answer" key found before the scan gave up (the '
+                "completion holds too much other JSON); put the answer object last, in a "
+                "```json block"
+            )
         raise AnswerError('no JSON object with an "answer" key found in the completion')
     return found
+
+
+_SCAN_FACTOR = 4
+"""The JSON scan decodes at most this many times the completion's length in total..."""
+_SCAN_SLACK = 1 << 20
+"""... plus this many characters."""
 
 
 def _fenced_blocks(text: str) -> list[str]:
@@ -173,30 +191,37 @@ def _fenced_blocks(text: str) -> list[str]:
     return blocks
 
 
-def _scan(text: str) -> dict[str, Any] | None:
+def _decode(text: str, start: int, budget: list[int]) -> Any:
+    """One candidate decode, charged to ``budget`` (characters the decoder read)."""
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        budget[0] -= max(1, exc.pos - start)
+        return None
+    except (ValueError, RecursionError):
+        budget[0] -= len(text) - start
+        return None
+    budget[0] -= end - start
+    return value
+
+
+def _scan(text: str, budget: list[int]) -> dict[str, Any] | None:
     # Fast path: the object opens right before its "answer" key (the usual shape).
     key = text.rfind('"answer"')
-    if key > 0:
+    if key > 0 and budget[0] > 0:
         start = text.rfind("{", 0, key)
         if start >= 0 and not text[start + 1 : key].strip():
-            try:
-                value, _ = _DECODER.raw_decode(text, start)
-            except (ValueError, RecursionError):
-                value = None
+            value = _decode(text, start, budget)
             if isinstance(value, dict) and "answer" in value:
                 return value
     end = len(text)
     attempts = 0
-    while attempts < _MAX_ATTEMPTS:
+    while attempts < _MAX_ATTEMPTS and budget[0] > 0:
         start = text.rfind("{", 0, end)
         if start < 0:
             return None
         attempts += 1
-        try:
-            value, _ = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            end = start
-            continue
+        value = _decode(text, start, budget)
         if isinstance(value, dict) and "answer" in value:
             return value
         end = start

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ._numbers import Number, _parse_text, parse_number, scale_factor
 
-__all__ = ["Document", "FigureMatch", "Table", "detect_scale", "same_figure"]
+__all__ = ["Document", "FigureMatch", "Table", "detect_scale", "is_year", "same_figure"]
 
 SignMode = Literal["exact", "magnitude"]
 
@@ -36,6 +36,11 @@ _SCALE_NOTE = re.compile(
     r"\((?:[$€£]\s*)?(?:in\s+)?(thousands|millions|billions)\b|\b(?:000s|'000)\b",
     re.I,
 )
+
+
+def is_year(cell: str) -> bool:
+    """A column title such as ``2019`` or ``FY2020`` (a header, not a figure)."""
+    return bool(_YEAR.match(cell.strip()))
 
 
 def normalise_label(text: str, *, spaces: bool = True) -> str:
@@ -84,7 +89,10 @@ def _significant(number: Number) -> int:
 @lru_cache(maxsize=16384)
 def _significant_digits(value: float, decimals: int) -> int:
     """Printed significant digits (memoised: table cells are compared over and over)."""
-    return len(str(round(abs(value) * 10**decimals)))
+    try:
+        return len(str(round(abs(value) * 10 ** min(decimals, 20))))
+    except (OverflowError, ValueError):  # a figure near float's range: many digits
+        return 17
 
 
 def same_figure(
@@ -162,6 +170,14 @@ class FigureMatch:
     printed: str = ""
     how: str = ""
     reason: str = ""
+    table: Table | None = None
+    """The table it was found in (None for paragraphs)."""
+    row: int | None = None
+    """Row index in :attr:`table` (header rows included)."""
+    column: int | None = None
+    """Column index, or None for a figure inside a text cell."""
+    paragraph: int | None = None
+    """Paragraph index for figures found in ``document.text``."""
 
 
 @dataclass
@@ -449,7 +465,7 @@ class Document:
                 for raw, printed in numbers[p]:
                     how = same_figure(quoted, printed, document_scale=self.scale, sign=sign)
                     if how:
-                        return FigureMatch(True, f"paragraph {p}", raw, how)
+                        return FigureMatch(True, f"paragraph {p}", raw, how, paragraph=p)
             if paragraph is None:
                 for table in tables:
                     for r, raw, printed in table.embedded_numbers():
@@ -458,7 +474,12 @@ class Document:
                         )
                         if how:
                             return FigureMatch(
-                                True, f"{table.name}, row {table.shown_label(r)!r}", raw, how
+                                True,
+                                f"{table.name}, row {table.shown_label(r)!r}",
+                                raw,
+                                how,
+                                table=table,
+                                row=r,
                             )
         if not reasons:
             reasons.append("not found in the document")
@@ -526,7 +547,9 @@ class Document:
                     where = f"{table.name}, row {table.shown_label(r)!r}"
                     if column is not None:
                         where += f", column {str(column)!r}"
-                    return FigureMatch(True, where, table.rows[r][c], how)
+                    return FigureMatch(
+                        True, where, table.rows[r][c], how, table=table, row=r, column=c
+                    )
                 seen.append(table.rows[r][c])
         if row_label is not None and column is not None:
             shown = ", ".join(repr(s) for s in seen[:3]) or "no number"

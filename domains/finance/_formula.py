@@ -32,7 +32,9 @@ __all__ = [
     "FormulaRejected",
     "FormulaLimits",
     "Program",
+    "const_value",
     "evaluate",
+    "is_constant",
     "parse_formula",
     "parse_program",
     "run_program",
@@ -128,6 +130,8 @@ class Formula:
     tree: ast.expr
     names: frozenset[str]
     literals: tuple[tuple[float, int], ...]
+    literal_nodes: tuple[ast.Constant, ...] = ()
+    """The literal nodes, in the order of :attr:`literals` (perturbed by identity)."""
 
 
 def _where(node: ast.AST) -> str:
@@ -181,6 +185,7 @@ def _parse_formula(text: str, limits: FormulaLimits) -> Formula:
             raise FormulaRejected(f"name {node.id!r} not allowed{_where(node)}")
     names: set[str] = set()
     literals: list[tuple[float, int]] = []
+    literal_nodes: list[ast.Constant] = []
     stack: list[tuple[ast.AST, int]] = [(module, 0)]
     count = 0
     while stack:
@@ -198,8 +203,20 @@ def _parse_formula(text: str, limits: FormulaLimits) -> Formula:
                 raise FormulaRejected(
                     f"only numbers are allowed as constants, got {node.value!r:.40}"
                 )
-            num = parse_number(ast.get_source_segment(source, node) or repr(node.value))
+            # A 321-digit integer is a valid Python literal that float() cannot hold, and
+            # 1e999 parses to inf: both are the model's error, never an OverflowError.
+            if isinstance(node.value, int) and abs(node.value) > limits.max_magnitude:
+                raise FormulaRejected(
+                    f"literal too large (limit {limits.max_magnitude:g}){_where(node)}"
+                )
+            if not math.isfinite(node.value) or abs(node.value) > limits.max_magnitude:
+                raise FormulaRejected(
+                    f"literal out of range (limit {limits.max_magnitude:g}){_where(node)}"
+                )
+            segment = ast.get_source_segment(source, node) or ""
+            num = parse_number(segment) if len(segment) <= 64 else None
             literals.append((float(node.value), num.decimals if num else 0))
+            literal_nodes.append(node)
         elif isinstance(node, ast.Name):
             if node.id.startswith("_"):
                 raise FormulaRejected(f"name {node.id!r} not allowed{_where(node)}")
@@ -223,15 +240,23 @@ def _parse_formula(text: str, limits: FormulaLimits) -> Formula:
         for child in ast.iter_child_nodes(node):
             stack.append((child, depth + 1))
     body = module.body
-    return Formula(source, body, frozenset(names), tuple(literals))
+    return Formula(source, body, frozenset(names), tuple(literals), tuple(literal_nodes))
 
 
 def evaluate(
     formula: Formula,
     values: Mapping[str, float],
     limits: FormulaLimits = DEFAULT_LIMITS,
+    literals: Mapping[int, float] | None = None,
 ) -> float:
     """Evaluate a parsed formula over operand values.
+
+    Args:
+        formula: From :func:`parse_formula`.
+        values: Operand values by name.
+        limits: Exponent and magnitude bounds.
+        literals: Replacement values of literal nodes, keyed by ``id()`` of a node in
+            :attr:`Formula.literal_nodes` (the operand-dependence test perturbs them).
 
     Raises:
         FormulaError: unknown operand, division by zero, an exponent or value out of bounds.
@@ -242,15 +267,21 @@ def evaluate(
         raise FormulaError(
             f"formula uses unknown operand(s) {', '.join(missing)} (operands: {known})"
         )
-    return _Evaluator(values, limits).run(formula.tree)
+    return _Evaluator(values, limits, literals).run(formula.tree)
 
 
 class _Evaluator:
-    __slots__ = ("limits", "values")
+    __slots__ = ("limits", "literals", "values")
 
-    def __init__(self, values: Mapping[str, float], limits: FormulaLimits) -> None:
+    def __init__(
+        self,
+        values: Mapping[str, float],
+        limits: FormulaLimits,
+        literals: Mapping[int, float] | None = None,
+    ) -> None:
         self.values = values
         self.limits = limits
+        self.literals = literals
 
     def check(self, value: float) -> float:
         if not math.isfinite(value) or abs(value) > self.limits.max_magnitude:
@@ -277,6 +308,10 @@ class _Evaluator:
             return float(self.values[node.id])
         if isinstance(node, ast.Constant):
             assert isinstance(node.value, int | float)  # checked by parse_formula
+            if self.literals is not None:
+                found = self.literals.get(id(node))
+                if found is not None:
+                    return found
             return float(node.value)
         if isinstance(node, ast.UnaryOp):
             value = self.run(node.operand)
@@ -334,7 +369,30 @@ class _Evaluator:
 _STEP = re.compile(r"\s*([a-z_]+)\s*\(([^()]*)\)\s*(?:,|$)")
 _BINARY = {"add", "subtract", "multiply", "divide", "exp", "greater"}
 _TABLE = {"table_sum", "table_average", "table_max", "table_min"}
-_CONST = re.compile(r"^const_(m)?(\d+(?:\.\d+)?)$")
+_CONST = re.compile(r"^const_(m)?(\d+(?:\.\d+)?)$", re.ASCII)
+
+
+def is_constant(value: float) -> bool:
+    """Numbers a formula or program may use without citing them: integers up to 100 in
+    magnitude and powers of ten (``1e-12`` .. ``1e12``). Every other number is a figure and
+    must be printed in the document."""
+    if not math.isfinite(value):
+        return False
+    if value == int(value) and abs(value) <= 100:
+        return True
+    if value > 0:
+        exponent = math.log10(value)
+        return abs(exponent - round(exponent)) < 1e-12 and abs(exponent) <= 12
+    return False
+
+
+def const_value(arg: str) -> float | None:
+    """The value of a FinQA ``const_`` argument (``const_100``, ``const_m1``), or None."""
+    match = _CONST.match(arg)
+    if match is None:
+        return None
+    number = float(match.group(2))
+    return -number if match.group(1) else number
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +402,9 @@ class Program:
     Attributes:
         source: The program text.
         steps: ``(op, args)`` per step, arguments as written.
-        literals: Printed figures used as arguments (to be grounded in the document).
+        literals: Printed figures used as arguments (to be grounded in the document),
+            including ``const_`` arguments that are not small constants (``const_24.41`` is a
+            figure in disguise).
         names: Operand names used as arguments.
         rows: Table row labels used by ``table_*`` steps.
     """
@@ -388,12 +448,15 @@ def parse_program(text: str, limits: FormulaLimits = DEFAULT_LIMITS) -> Program:
                 raise FormulaRejected(f"step {len(steps)}: {op} takes two arguments")
             for arg in args:
                 if arg.startswith("#"):
-                    if not arg[1:].isdigit() or int(arg[1:]) >= len(steps):
+                    # isdigit() accepts '²' and other digits int() refuses: ASCII only.
+                    ref = arg[1:]
+                    if not (ref.isascii() and ref.isdigit()) or int(ref) >= len(steps):
                         raise FormulaRejected(
-                            f"step {len(steps)}: {arg} does not refer to an earlier step"
+                            f"step {len(steps)}: {arg!r:.20} does not refer to an earlier step"
                         )
-                elif _CONST.match(arg):
-                    continue
+                elif (const := const_value(arg)) is not None:
+                    if not is_constant(const):
+                        literals.append(arg[len("const_") :].replace("m", "-", 1))
                 elif parse_number(arg) is not None:
                     literals.append(arg)
                 elif arg.isidentifier() and not arg.startswith("_"):
@@ -422,14 +485,24 @@ def run_program(
     values: Mapping[str, float],
     row_values: Callable[[str], Sequence[float] | None],
     limits: FormulaLimits = DEFAULT_LIMITS,
+    *,
+    overrides: Mapping[str, float] | None = None,
+    inputs: dict[str, float] | None = None,
 ) -> float | bool:
     """Execute a parsed program; the last step's result is the answer.
+
+    Every figure the program reads is an *input*, keyed by the argument as written (one key
+    for every use of the same operand or figure; a ``table_*`` step is keyed ``op(row)``):
+    operand names, printed figures and ``const_`` values that are not small constants. Step
+    references and small constants are not inputs.
 
     Args:
         program: From :func:`parse_program`.
         values: Operand values by name.
         row_values: Numbers of the table row with a given label, or None when not found.
         limits: Exponent and magnitude bounds.
+        overrides: Replacement values of inputs (the operand-dependence test perturbs them).
+        inputs: Filled with the value of every input read, by key.
 
     Raises:
         FormulaError: unknown operand or row, division by zero, out-of-range values.
@@ -437,22 +510,29 @@ def run_program(
     results: list[float | bool] = []
     checker = _Evaluator(values, limits)
 
+    def read(key: str, value: float) -> float:
+        if inputs is not None:
+            inputs[key] = value
+        if overrides is not None:
+            return overrides.get(key, value)
+        return value
+
     def arg_value(arg: str) -> float:
+        key = arg
         if arg.startswith("#"):
             found = results[int(arg[1:])]
             if isinstance(found, bool):
                 raise FormulaError(f"{arg} is a yes/no result, not a number")
             return found
-        const = _CONST.match(arg)
-        if const:
-            number = float(const.group(2))
-            return -number if const.group(1) else number
+        const = const_value(arg)
+        if const is not None:
+            return read(key, const) if not is_constant(const) else const
         parsed = parse_number(arg)
         if parsed is not None:
-            return parsed.base
+            return read(key, parsed.base)
         if arg not in values:
             raise FormulaError(f"program uses unknown operand {arg!r:.40}")
-        return float(values[arg])
+        return read(key, float(values[arg]))
 
     for index, (op, args) in enumerate(program.steps):
         if op in _TABLE:
@@ -461,13 +541,14 @@ def run_program(
                 raise FormulaError(f"step {index}: no table row {args[0]!r:.60} with numbers")
             total = math.fsum(found_row)
             if op == "table_sum":
-                results.append(checker.check(total))
+                value = checker.check(total)
             elif op == "table_average":
-                results.append(total / len(found_row))
+                value = total / len(found_row)
             elif op == "table_max":
-                results.append(max(found_row))
+                value = max(found_row)
             else:
-                results.append(min(found_row))
+                value = min(found_row)
+            results.append(read(f"{op}({args[0]})", value))
             continue
         a, b = arg_value(args[0]), arg_value(args[1])
         if op == "add":

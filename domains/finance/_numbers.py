@@ -79,6 +79,10 @@ _NUMBER = re.compile(
     $""",
     re.X,
 )
+MAX_DECIMALS = 20
+"""Printed decimals beyond this are not kept: a float has 17 significant digits, and a JSON
+number with 400 decimals would otherwise overflow ``10 ** decimals`` arithmetic."""
+
 _DASHES = {"-", "--", "---", "nil", "n/a", "na", "none"}
 _DIGIT = re.compile(r"\d")
 # The shapes most cells take ("$1,234.5", "(1,234)", "12.5%", "-7"): read without the full
@@ -144,7 +148,7 @@ def parse_number(raw: object, *, dash_is_zero: bool = False) -> Number | None:
             return None
         exponent = raw.as_tuple().exponent
         decimals = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-        return Number(float(raw), decimals)
+        return Number(float(raw), min(decimals, MAX_DECIMALS))
     if isinstance(raw, int):
         try:
             return Number(float(raw), 0)
@@ -171,7 +175,7 @@ def _parse_text(raw: str, dash_is_zero: bool) -> Number | None:
             value = float(int_part.replace(",", "") + (frac or ""))
             if bool(open_) != bool(minus):
                 value = -value
-            return Number(value, len(frac) - 1 if frac else 0, bool(pct), "")
+            return Number(value, min(len(frac) - 1, MAX_DECIMALS) if frac else 0, bool(pct), "")
     if not _DIGIT.search(raw):
         if dash_is_zero and raw.translate(_MINUS).strip().lower() in _DASHES:
             return Number(0.0, 0, dash=True)
@@ -212,6 +216,6 @@ def _parse_text(raw: str, dash_is_zero: bool) -> Number | None:
         negative = not negative if not match.group("sign2") else negative
     if negative:
         value = -value
-    decimals = len(frac) - 1 if frac else 0
+    decimals = min(len(frac) - 1, MAX_DECIMALS) if frac else 0
     percent = percent or bool(match.group("pct1") or match.group("pct2"))
     return Number(value, decimals, percent, scale)

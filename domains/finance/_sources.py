@@ -379,11 +379,23 @@ def _sha256(path: Path) -> str:
 
 
 def _source_path(value: Any, trajectory: Trajectory, ctx: VerifierContext, kind: str) -> Path:
+    """The task's document file, relative to the input file.
+
+    Never a trajectory artifact: artifacts are what the model produced, and a model that may
+    name an artifact like the task's document replaces the report its answer is checked
+    against with one it wrote (any figure it likes is then "printed" there).
+    """
     if not isinstance(value, str) or not value:
-        raise BadInput(f"document.{kind} must be a file path or an artifact name")
-    if value in trajectory.artifacts:
-        return ctx.artifact_path(trajectory, value)
-    return ctx.resolve_path(value)
+        raise BadInput(f"document.{kind} must be a file path relative to the input file")
+    try:
+        return ctx.resolve_path(value)
+    except BadInput as exc:
+        if value in trajectory.artifacts:
+            raise BadInput(
+                f"{exc}; task documents are read from the task, never from the trajectory's "
+                f"artifacts (artifact {value!r} is ignored)"
+            ) from None
+        raise
 
 
 def _inline_or_file(

@@ -27,22 +27,26 @@ from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, VerifierError
 from verifiers.protocol import Spec, Verifier
 from verifiers.registry import register
-from verifiers.text import completion_text
+from verifiers.text import completion_text, prompt_text
 from verifiers.types import Result, Trajectory
 
 from ._answer import SCALES, Answer, AnswerError, find_answer, read_answer
+from ._dependence import dead_inputs
 from ._document import Document
 from ._formula import (
     Formula,
     FormulaError,
     FormulaLimits,
     FormulaRejected,
+    Program,
     evaluate,
+    is_constant,
     parse_formula,
     parse_program,
     run_program,
 )
 from ._numbers import Number, parse_number, scale_factor
+from ._relevance import relevance
 from ._sources import load_document, load_inline
 
 __all__ = ["FinanceSpec", "FormulaCrossCheck", "Reference"]
@@ -176,43 +180,12 @@ def _round(value: float, digits: int) -> Decimal | None:
         return None
 
 
-def _dead_operands(formula: Formula, values: dict[str, float], result: float) -> list[str]:
-    """Operands whose value does not change the result (``s*0 + 24.41``, ``a - a + 7``).
-
-    A formula that cites a figure and then discards it would let a model "ground" any number
-    it likes; each used operand is nudged once and must move the result.
-    """
-    dead: list[str] = []
-    for name in sorted(formula.names):
-        nudged = dict(values)
-        nudged[name] = values[name] * 1.37 + 0.61
-        try:
-            moved = evaluate(formula, nudged)
-        except (FormulaError, FormulaRejected):
-            continue  # e.g. a division that only breaks at the nudged value: not dead
-        if isinstance(moved, bool) or isinstance(result, bool):
-            continue
-        if abs(moved - result) <= 1e-12 * max(1.0, abs(result)):
-            dead.append(name)
-    return dead
-
-
-def _is_constant(value: float) -> bool:
-    """Literals a formula may use without citing them: small integers and powers of ten."""
-    if value == int(value) and abs(value) <= 100:
-        return True
-    if value > 0:
-        exponent = math.log10(value)
-        return abs(exponent - round(exponent)) < 1e-12 and abs(exponent) <= 12
-    return False
-
-
 @register("finance.formula")
 class FormulaCrossCheck(Verifier[FinanceSpec]):
     """Cross-check a financial answer: grounding, consistency, correctness (see module doc)."""
 
     Spec = FinanceSpec
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     cacheable: ClassVar[bool] = False
 
     async def verify(
@@ -232,7 +205,14 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
                 pdf_memory_mb=spec.pdf_memory_mb,
                 max_pages=spec.max_pages,
             )
-        return judge(completion_text(trajectory), spec, document, reference, doc_details)
+        return judge(
+            completion_text(trajectory),
+            spec,
+            document,
+            reference,
+            doc_details,
+            question=prompt_text(trajectory),
+        )
 
     def verify_inline(self, trajectory: Trajectory, spec: FinanceSpec) -> Result | None:
         """Judge right in the engine's loop when the document is inline (or absent).
@@ -256,7 +236,14 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
                 if loaded is None:
                     return None
                 document, doc_details = loaded
-            return judge(completion_text(trajectory), spec, document, reference, doc_details)
+            return judge(
+                completion_text(trajectory),
+                spec,
+                document,
+                reference,
+                doc_details,
+                question=prompt_text(trajectory),
+            )
         except VerifierError:
             return None
 
@@ -267,12 +254,20 @@ def judge(
     document: Document | None,
     reference: Reference | None,
     doc_details: dict[str, Any] | None = None,
+    *,
+    question: str = "",
 ) -> Result:
-    """Score a completion against a loaded document (the synchronous core of the verifier)."""
+    """Score a completion against a loaded document (the synchronous core of the verifier).
+
+    Without a reference and with a document, ``relevance`` (see ``_relevance``) joins the
+    components and the reward: the figures must be the ones ``question`` asks about.
+    """
     details: dict[str, Any] = {"document": doc_details or {}}
     zeros = {c: 0.0 for c in _COMPONENTS if c != "correct" or reference is not None}
     if document is None:
         zeros.pop("grounding", None)
+    elif reference is None:
+        zeros["relevance"] = 0.0
     try:
         answer = read_answer(find_answer(completion))
     except AnswerError as exc:
@@ -295,13 +290,22 @@ def judge(
     )
 
     # -- grounding -----------------------------------------------------------------------
+    used = formula.names if formula is not None else (program.names if program else frozenset())
+    found_at: list[tuple[str, Any]] = []
     if document is not None:
         checked: list[dict[str, Any]] = []
+        unused = [name for name in answer.operands if name not in used]
+        if unused and (formula is not None or program is not None):
+            details["unused_operands"] = unused[:20]
         for operand in answer.operands.values():
+            if (formula is not None or program is not None) and operand.name not in used:
+                continue  # a figure the computation ignores is no evidence of anything
             if operand.number is None:
                 checked.append({"operand": operand.name, "found": False, "reason": "not a number"})
                 continue
             match = document.locate(operand.number, operand.cite, sign=spec.grounding_sign)
+            if match.found:
+                found_at.append((f"operand {operand.name}", match))
             checked.append(
                 {
                     "operand": operand.name,
@@ -318,7 +322,7 @@ def judge(
             literals = [
                 (f"{value:g}", Number(value, decimals))
                 for value, decimals in formula.literals
-                if not _is_constant(value)
+                if not is_constant(value)
             ]
         elif program is not None:
             literals = [
@@ -326,6 +330,8 @@ def judge(
             ]
         for raw, number in literals:
             match = document.locate(number, None, sign=spec.grounding_sign)
+            if match.found:
+                found_at.append((f"literal {raw}", match))
             checked.append(
                 {
                     "literal": raw,
@@ -364,6 +370,13 @@ def judge(
         except FormulaRejected as exc:
             return _rejected(answer, exc, zeros, details)
 
+    # -- relevance (no reference) ----------------------------------------------------------
+    if document is not None and reference is None:
+        share, lines, per_figure = relevance(found_at, question, document.text)
+        components["relevance"] = share
+        feedback.extend(lines)
+        details["relevance"] = per_figure
+
     # -- correctness ---------------------------------------------------------------------
     if reference is not None:
         components["correct"] = _correctness(answer, reference, spec, feedback, details)
@@ -379,8 +392,8 @@ def judge(
 
 def _consistency(
     answer: Answer,
-    formula: Any,
-    program: Any,
+    formula: Formula | None,
+    program: Program | None,
     document: Document | None,
     scale: str,
     spec: FinanceSpec,
@@ -397,44 +410,43 @@ def _consistency(
             return 0.0
         values[operand.name] = operand.number.base
         base_units = base_units or bool(operand.number.scale)
+    rows = document.row_numbers if document is not None else (lambda _label: None)
+    what = "formula" if formula is not None else "program"
+    inputs: dict[Any, float] = {}
+    compute: Any
     try:
         if formula is not None:
             result: float | bool = evaluate(formula, values)
+            inputs = {("name", n): values[n] for n in sorted(formula.names)}
+            # The same figure written twice is one input (like an operand name used twice).
+            inputs.update({("literal", v): v for v, _ in formula.literals if not is_constant(v)})
+            compute = _formula_compute(formula, values)
         else:
-            rows = document.row_numbers if document is not None else (lambda _label: None)
-            result = run_program(program, values, rows)
+            assert program is not None
+            read: dict[str, float] = {}
+            result = run_program(program, values, rows, inputs=read)
+            inputs = dict(read)
+            compute = _program_compute(program, values, rows)
     except FormulaRejected:
         raise
     except FormulaError as exc:
         feedback.append(f"consistency: {exc}")
         return 0.0
     details["computed"] = result
+    if not inputs:
+        feedback.append(
+            f"consistency: the {what} uses no figure from the document (only constants)"
+        )
+        return 0.0
     if isinstance(result, bool) or answer.boolean is not None:
         ok = isinstance(result, bool) and result == answer.boolean
         if not ok:
             feedback.append(
-                f"consistency: the {'formula' if formula else 'program'} gives {_show(result)}, "
-                f"the answer says {answer.text}"
-            )
-        return 1.0 if ok else 0.0
-    assert answer.value is not None
-    if (
-        formula is not None
-        and not formula.names
-        and all(_is_constant(v) for v, _ in formula.literals)
-    ):
-        feedback.append(
-            "consistency: the formula uses no figure from the document (only constants)"
-        )
-        return 0.0
-    if formula is not None:
-        dead = _dead_operands(formula, values, result)
-        if dead:
-            feedback.append(
-                f"consistency: operand(s) {', '.join(dead)} do not affect the formula's result "
-                "(cancelled or multiplied away): the formula must compute the answer from them"
+                f"consistency: the {what} gives {_show(result)}, the answer says {answer.text}"
             )
             return 0.0
+        return _depends(compute, inputs, result, 0.0, what, formula, program, feedback)
+    assert answer.value is not None
     factor = scale_factor(scale) if base_units and scale != "percent" else 1.0
     stated = answer.value * factor
     if not (math.isfinite(stated) and math.isfinite(result)):
@@ -444,15 +456,94 @@ def _consistency(
     candidates = [(stated, half)]
     if scale == "percent":
         candidates.append((stated / 100.0, half / 100.0))
-    for target, slack in candidates:
-        if abs(result - target) <= max(slack, spec.consistency_rtol * abs(target), 1e-9):
-            return 1.0
-    what = "formula" if formula is not None else "program"
+    # Tightest reading first: an answer of 0 percent matches as a percentage and as a
+    # fraction, and the dependence test must use the tolerance of the fraction reading.
+    slacks = [(t, max(h, spec.consistency_rtol * abs(t), 1e-9)) for t, h in candidates]
+    for target, slack in sorted(slacks, key=lambda c: c[1]):
+        if abs(result - target) <= slack:
+            return _depends(compute, inputs, result, slack, what, formula, program, feedback)
     feedback.append(
         f"consistency: the {what} gives {result:.6g}, but the answer says {answer.text}"
         + (f" {scale}" if scale else "")
     )
     return 0.0
+
+
+def _formula_compute(formula: Formula, values: dict[str, float]) -> Any:
+    def compute(changed: Any) -> float:
+        names = dict(values)
+        literals: dict[int, float] = {}
+        for (kind, key), value in changed.items():
+            if kind == "name":
+                names[key] = value
+            else:
+                literals.update(
+                    {
+                        id(node): value
+                        for (v, _), node in zip(
+                            formula.literals, formula.literal_nodes, strict=True
+                        )
+                        if v == key
+                    }
+                )
+        return evaluate(formula, names, literals=literals)
+
+    return compute
+
+
+def _program_compute(program: Program, values: dict[str, float], rows: Any) -> Any:
+    def compute(changed: Any) -> float | bool:
+        return run_program(program, values, rows, overrides=changed)
+
+    return compute
+
+
+def _input_name(key: Any, formula: Formula | None, program: Program | None) -> str:
+    if formula is not None:
+        kind, ident = key
+        return str(ident) if kind == "name" else f"literal {ident:g}"
+    return f"{key!r:.40}"
+
+
+def _depends(
+    compute: Any,
+    inputs: dict[Any, float],
+    result: float | bool,
+    slack: float,
+    what: str,
+    formula: Formula | None,
+    program: Program | None,
+    feedback: list[str],
+) -> float:
+    """1.0 when the result depends on every figure (see ``_dependence``) and computes
+    something; else 0.0 with a feedback line."""
+    dead = dead_inputs(compute, inputs, result, slack)
+    if dead:
+        shown = ", ".join(_input_name(k, formula, program) for k in dead)
+        feedback.append(
+            f"consistency: figure(s) {shown} do not affect the {what}'s result beyond the "
+            "answer's precision (cancelled, multiplied away, vanishing or hidden behind "
+            f"min/max): the {what} must compute the answer from every figure it cites"
+        )
+        return 0.0
+    if not isinstance(result, bool) and _restates(inputs, result, slack):
+        feedback.append(
+            f"consistency: the {what} only restates one figure (times a power of ten): "
+            "compute the answer from the figures the question asks about"
+        )
+        return 0.0
+    return 1.0
+
+
+def _restates(inputs: dict[Any, float], result: float, slack: float) -> bool:
+    """One figure whose value is the result, up to sign and a power of ten."""
+    if len(inputs) != 1:
+        return False
+    value = next(iter(inputs.values()))
+    if value == 0:
+        return result == 0
+    ratio = abs(result / value)
+    return any(abs(ratio - 10.0**k) <= 1e-9 * 10.0**k for k in range(-12, 13))
 
 
 def _rejected(
@@ -539,10 +630,11 @@ def _correctness(
 
 def _reward(components: dict[str, float], spec: FinanceSpec, has_reference: bool) -> float:
     if spec.weights:
-        unknown = set(spec.weights) - set(_COMPONENTS)
+        unknown = set(spec.weights) - {*_COMPONENTS, "relevance"}
         if unknown:
             raise BadInput(
-                f"spec.weights has unknown components {sorted(unknown)}; use {list(_COMPONENTS)}"
+                f"spec.weights has unknown components {sorted(unknown)}; "
+                f"use {[*_COMPONENTS, 'relevance']}"
             )
         used = {k: w for k, w in spec.weights.items() if k in components and w > 0}
         total = sum(used.values())
@@ -552,7 +644,7 @@ def _reward(components: dict[str, float], spec: FinanceSpec, has_reference: bool
     if has_reference:
         return components["correct"]
     reward = 1.0
-    for name in ("grounding", "consistency"):
+    for name in ("grounding", "consistency", "relevance"):
         if name in components:
             reward *= components[name]
     return reward

@@ -16,6 +16,7 @@ result; only a broken reference mesh (the task's fault) raises ``BadInput``.
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 from pathlib import Path
@@ -35,6 +36,10 @@ _TRIMESH_UNITS = {
     "in": "inches",
     "ft": "feet",
 }
+MAX_COORDINATE = 1e12
+"""Largest absolute vertex coordinate analysed (squares must stay far from float overflow)."""
+_DEGENERATE = 1e-12
+"""Faces with less than this share of the total area count as zero-area."""
 _AXIS_NORMALS = {"yz": (1.0, 0.0, 0.0), "xz": (0.0, 1.0, 0.0), "xy": (0.0, 0.0, 1.0)}
 
 
@@ -83,8 +88,82 @@ def _stl_face_count(path: Path) -> int | None:
     return None
 
 
+MAX_INSTANCES = 4096
+"""Scene nodes holding a mesh that a glTF/GLB file may have: trimesh builds one mesh object per
+node before concatenating them, so node count costs time even when faces are few."""
+
+_GLTF_TRIANGLES = {4: 0, 5: 2, 6: 2}  # primitive mode -> vertices that do not start a face
+
+
+def _gltf_json(path: Path, file_type: str) -> dict[str, Any] | None:
+    """The glTF JSON of a ``.gltf`` or ``.glb`` file, or None when it cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            if file_type == "gltf":
+                data: Any = json.loads(fh.read())
+            else:
+                head = fh.read(20)
+                if len(head) < 20 or head[:4] != b"glTF" or head[16:20] != b"JSON":
+                    return None
+                (length,) = struct.unpack("<I", head[12:16])
+                data = json.loads(fh.read(length))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _gltf_face_count(path: Path, file_type: str) -> tuple[int, int] | None:
+    """(faces after instancing, mesh instances) declared by a glTF/GLB file, without parsing
+    its buffers: every node that holds a mesh counts that mesh's faces once more.
+
+    A 1 MB GLB may instance one 20k-face mesh 3,000 times; trimesh would expand it to 61M
+    faces before any face cap could look. Counting from the JSON keeps the cap ahead of the
+    expansion. Returns None when the JSON cannot be read (trimesh then reports the error).
+    """
+    data = _gltf_json(path, file_type)
+    if data is None:
+        return None
+    accessors = data.get("accessors")
+    meshes = data.get("meshes")
+    nodes = data.get("nodes")
+    if not isinstance(accessors, list) or not isinstance(meshes, list):
+        return 0, 0
+    per_mesh: list[int] = []
+    for mesh in meshes:
+        faces = 0
+        prims = mesh.get("primitives") if isinstance(mesh, dict) else None
+        for prim in prims if isinstance(prims, list) else []:
+            if not isinstance(prim, dict):
+                continue
+            mode = prim.get("mode", 4)
+            if mode not in _GLTF_TRIANGLES:
+                continue
+            index = prim.get("indices")
+            if index is None:
+                attrs = prim.get("attributes")
+                index = attrs.get("POSITION") if isinstance(attrs, dict) else None
+            if isinstance(index, int) and 0 <= index < len(accessors):
+                acc = accessors[index]
+                count = acc.get("count", 0) if isinstance(acc, dict) else 0
+                if isinstance(count, int) and count > 0:
+                    faces += count // 3 if mode == 4 else max(0, count - 2)
+        per_mesh.append(faces)
+    if not isinstance(nodes, list):  # no node list: each mesh is shown once
+        return sum(per_mesh), len(per_mesh)
+    total = instances = 0
+    for node in nodes:
+        ref = node.get("mesh") if isinstance(node, dict) else None
+        if isinstance(ref, int) and 0 <= ref < len(per_mesh):
+            total += per_mesh[ref]
+            instances += 1
+    return total, instances
+
+
 def load_mesh(path: Path, file_type: str, max_faces: int) -> tuple[Any, str | None]:
     """Parse a mesh file into one ``trimesh.Trimesh`` (scenes are concatenated).
+
+    Face caps apply before anything is expanded: a binary STL's header count, a glTF/GLB's
+    declared faces after instancing, and the parsed face count.
 
     Returns:
         (mesh, None) or (None, reason) when the file is not a usable mesh.
@@ -94,6 +173,20 @@ def load_mesh(path: Path, file_type: str, max_faces: int) -> tuple[Any, str | No
         count = _stl_face_count(path)
         if count is not None and count > max_faces:
             return None, f"mesh has {count} faces, more than the {max_faces} this check analyses"
+    if file_type in ("glb", "gltf"):
+        declared = _gltf_face_count(path, file_type)
+        if declared is not None:
+            count, instances = declared
+            if count > max_faces:
+                return None, (
+                    f"the scene has {count} faces after instancing, more than the {max_faces} "
+                    "this check analyses"
+                )
+            if instances > MAX_INSTANCES:
+                return None, (
+                    f"the scene places meshes at {instances} nodes, more than {MAX_INSTANCES}; "
+                    "merge them into one mesh"
+                )
     try:
         loaded = trimesh.load(str(path), file_type=file_type, force="mesh", process=True)
     except MemoryError:
@@ -116,21 +209,25 @@ def load_mesh(path: Path, file_type: str, max_faces: int) -> tuple[Any, str | No
 
 
 def topology(np: Any, faces: Any, n_vertices: int) -> dict[str, Any]:
-    """Watertightness, winding consistency, bodies, Euler number and genus, in one pass.
+    """Watertightness, winding, vertex-manifoldness, bodies, Euler number and genus.
 
     Watertight: every undirected edge is used by exactly two faces. Consistently wound: no
     directed edge occurs twice (so the two uses run in opposite directions). Bodies are
-    vertex-connected components; genus = (2 * bodies - Euler) / 2 on a closed manifold.
+    *edge*-connected components of faces: two solids that touch at one vertex are two
+    bodies, and that vertex is non-manifold (its faces form two fans, not one disc), which
+    the gate refuses because volume, genus and containment all assume a manifold. Genus =
+    (2 * bodies - Euler) / 2 on a closed manifold. ``body_labels`` gives each face's body.
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     f = np.asarray(faces, dtype=np.int64)
+    n_faces = len(f)
     directed = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
     n = np.int64(max(n_vertices, 1))
     lo = np.minimum(directed[:, 0], directed[:, 1])
     hi = np.maximum(directed[:, 0], directed[:, 1])
-    # One sort of the undirected edge keys answers all three edge questions.
+    # One sort of the undirected edge keys answers all the edge questions.
     order = np.argsort(lo * n + hi, kind="stable")
     keys = (lo * n + hi)[order]
     starts = np.concatenate([[True], keys[1:] != keys[:-1]])
@@ -144,22 +241,88 @@ def topology(np: Any, faces: Any, n_vertices: int) -> dict[str, Any]:
     else:
         d_keys = np.sort(directed[:, 0] * n + directed[:, 1])
         consistent = bool(np.all(d_keys[1:] != d_keys[:-1]))
-    used = np.bincount(f.ravel(), minlength=n_vertices) > 0
-    graph = coo_matrix(
-        (np.ones(len(directed), dtype=np.int8), (directed[:, 0], directed[:, 1])),
-        shape=(n_vertices, n_vertices),
+        # Consecutive uses of the same edge link their faces.
+        same = np.flatnonzero(~starts[1:])
+        first, second = order[same], order[same + 1]
+    face_a, face_b = first % n_faces, second % n_faces
+    face_graph = coo_matrix(
+        (np.ones(len(face_a), dtype=np.int8), (face_a, face_b)), shape=(n_faces, n_faces)
     )
-    _, labels = connected_components(graph, directed=False)
-    bodies = int(np.count_nonzero(np.bincount(labels[used])))
-    euler = int(np.count_nonzero(used) - n_edges + len(f))
-    genus = (2 * bodies - euler) / 2 if watertight else None
+    bodies, body_labels = connected_components(face_graph, directed=False)
+    used = np.bincount(f.ravel(), minlength=n_vertices) > 0
+    n_used = int(np.count_nonzero(used))
+    # Vertex fans: corners (face, position) around a vertex, linked across shared edges.
+    block = np.repeat(np.arange(3), n_faces)
+    face_of = np.tile(np.arange(n_faces), 3)
+    start_corner = face_of * 3 + block
+    end_corner = face_of * 3 + (block + 1) % 3
+    same_dir = directed[first, 0] == directed[second, 0]
+    link_u = (start_corner[first], np.where(same_dir, start_corner[second], end_corner[second]))
+    link_w = (end_corner[first], np.where(same_dir, end_corner[second], start_corner[second]))
+    corner_graph = coo_matrix(
+        (
+            np.ones(2 * len(first), dtype=np.int8),
+            (np.concatenate([link_u[0], link_w[0]]), np.concatenate([link_u[1], link_w[1]])),
+        ),
+        shape=(3 * n_faces, 3 * n_faces),
+    )
+    _, corner_labels = connected_components(corner_graph, directed=False)
+    corner_vertex = f.ravel()  # corner id = face * 3 + position
+    fans = len(np.unique(corner_vertex * np.int64(3 * n_faces) + corner_labels))
+    nonmanifold_vertices = int(fans - n_used)
+    euler = int(n_used - n_edges + n_faces)
+    genus = (2 * bodies - euler) / 2 if watertight and nonmanifold_vertices == 0 else None
     return {
         "watertight": watertight,
         "winding_consistent": consistent,
+        "nonmanifold_vertices": nonmanifold_vertices,
         "bodies": int(bodies),
         "euler": euler,
         "genus": None if genus is None else float(genus),
+        "body_labels": body_labels,
     }
+
+
+def _convertible(trimesh: Any, declared: Any) -> bool:
+    """Whether trimesh can convert from the units a file declares (``"furlongs"``, ``5``: no)."""
+    if not isinstance(declared, str) or len(declared) > 32:
+        return False
+    try:
+        trimesh.units.to_inch(declared)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def _stray_inverted_bodies(
+    np: Any, vertices: Any, faces: Any, labels: Any, body_volumes: Any
+) -> list[int]:
+    """Bodies with negative volume that are not cavities inside another body.
+
+    An inside-out shell nested in a solid is a hollow part (its volume is subtracted, as it
+    should be). One standing apart only subtracts volume from the total, which would let a
+    model tune ``volume`` with a separate body; a point on it must lie inside the rest.
+    """
+    from ._geometry import winding_numbers
+
+    negative = np.flatnonzero(body_volumes < 0)
+    if not len(negative):
+        return []
+    tri = vertices[faces]
+    cross = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    size = np.linalg.norm(cross, axis=1)
+    # Each negative body's largest face: sort by (body, area) and take each body's last.
+    order = np.lexsort((size, labels))
+    last = np.flatnonzero(np.append(labels[order][1:] != labels[order][:-1], True))
+    biggest = order[last]
+    biggest = biggest[np.isin(labels[biggest], negative)]
+    # Step off the face to the side its (inverted) normal points away from: for a cavity
+    # that is the surrounding material (winding number 1), for a stray body empty space (0).
+    normal = cross[biggest] / size[biggest, None]
+    step = 1e-6 * np.sqrt(size[biggest])[:, None]
+    probes = tri[biggest].mean(axis=1) - normal * step
+    inside = winding_numbers(vertices, faces, probes) > 0
+    return [int(b) for b in labels[biggest][~inside][:8]]
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -325,12 +488,16 @@ def check_mirror(
         point = np.zeros(3)
     else:
         point = np.asarray(through, float)
-    diag = float(np.linalg.norm(mesh.extents)) or 1.0
+    diag = float(np.linalg.norm(mesh.extents))
+    if not (math.isfinite(diag) and diag > 0):
+        return _check(name, False, f"the part's size ({_fmt(diag)}) cannot be measured")
     n = int(spec.get("samples", 4096))
     queries, _ = _samples(trimesh, mesh, n, seed)
-    # A dense sample of the surface stands in for it; the self-distance floor is reported.
+    # A dense, area-weighted sample of the surface stands in for it (the self-distance floor
+    # is reported). Vertices are not added: zero- or tiny-area faces ("pillows") placed at
+    # mirrored positions would stand in for surface that is not there.
     dense, _ = _samples(trimesh, mesh, min(max(25 * n, 50_000), 250_000), seed + 1)
-    tree = cKDTree(np.vstack([dense, mesh.vertices]))
+    tree = cKDTree(dense)
     reflected = queries - 2.0 * np.outer((queries - point) @ normal, normal)
     d, _ = tree.query(reflected, k=1)
     floor, _ = tree.query(_samples(trimesh, mesh, n, seed + 2)[0], k=1)
@@ -579,29 +746,87 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
             "stats": {"faces": len(mesh.faces), "vertices": len(vertices)},
             "checks": [],
         }
+    reach = float(np.max(np.abs(vertices))) if len(vertices) else 0.0
+    if reach > MAX_COORDINATE:
+        # Squares of coordinates near 1e154 overflow to inf (the diagonal, areas, volumes),
+        # and a check dividing by an infinite size passes anything.
+        return {
+            "gate": {
+                "passed": False,
+                "reason": f"coordinates reach {_fmt(reach)}, beyond the ±{_fmt(MAX_COORDINATE)} "
+                "this check analyses (scale the part to its real size)",
+            },
+            "stats": {"faces": len(mesh.faces), "vertices": len(vertices)},
+            "checks": [],
+        }
     declared = getattr(mesh, "units", None)
     units_spec = constraints.get("units")
     unit = (units_spec if isinstance(units_spec, str) else (units_spec or {}).get("unit")) or None
-    if declared and unit and declared != _TRIMESH_UNITS[unit]:
-        mesh.convert_units(_TRIMESH_UNITS[unit])
+    if declared is not None and unit:
+        if not _convertible(trimesh, declared):
+            shown = repr(declared)[:40]
+            return {
+                "gate": {
+                    "passed": False,
+                    "reason": f"the file declares units {shown}, which cannot be converted to "
+                    f"{unit}; declare one of {', '.join(_TRIMESH_UNITS.values())} or none",
+                },
+                "stats": {"faces": len(mesh.faces), "vertices": len(vertices)},
+                "checks": [],
+            }
+        if declared != _TRIMESH_UNITS[unit]:
+            mesh.convert_units(_TRIMESH_UNITS[unit])
     topo = topology(np, mesh.faces, len(mesh.vertices))
+    labels = topo.pop("body_labels")
+    all_vertices, all_faces = np.asarray(mesh.vertices), np.asarray(mesh.faces)
     tri = np.asarray(mesh.vertices)[np.asarray(mesh.faces)]
     cross = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    area = float(np.linalg.norm(cross, axis=1).sum() / 2)
-    # Signed volume by the divergence theorem (what trimesh's mass properties compute).
-    signed = float(np.einsum("ij,ij->", tri[:, 0], cross) / 6)
-    del tri, cross
+    face_area = np.linalg.norm(cross, axis=1) / 2
+    area = float(face_area.sum())
+    # Signed volume by the divergence theorem (what trimesh's mass properties compute),
+    # per body too: a separate inside-out body would otherwise tune the total.
+    per_face = np.einsum("ij,ij->i", tri[:, 0], cross) / 6
+    body_volumes = np.bincount(labels, weights=per_face, minlength=topo["bodies"])
+    signed = float(per_face.sum())
+    del tri, cross, per_face
     volume = signed if topo["watertight"] else None
-    closed = bool(topo["watertight"] and topo["winding_consistent"] and (volume or 0) > 0)
+    # Zero-area faces (needles, pillows) are no surface: they neither extend the part nor
+    # stand in for surface that is not there. Geometric checks see the mesh without them.
+    solid = face_area > _DEGENERATE * max(area, 1e-300)
+    if not solid.all():
+        if not solid.any():
+            return {
+                "gate": {"passed": False, "reason": "every face has zero area"},
+                "stats": {"faces": len(mesh.faces), "vertices": len(vertices)},
+                "checks": [],
+            }
+        mesh = trimesh.Trimesh(
+            np.asarray(mesh.vertices), np.asarray(mesh.faces)[solid], process=False
+        )
+        mesh.remove_unreferenced_vertices()
+    inverted = (
+        _stray_inverted_bodies(np, all_vertices, all_faces, labels, body_volumes)
+        if topo["watertight"] and topo["winding_consistent"]
+        else []
+    )
+    closed = bool(
+        topo["watertight"]
+        and topo["winding_consistent"]
+        and topo["nonmanifold_vertices"] == 0
+        and (volume or 0) > 0
+        and not inverted
+    )
     stats: dict[str, Any] = {
-        "faces": int(len(mesh.faces)),
-        "vertices": int(len(mesh.vertices)),
+        "faces": int(len(all_faces)),
+        "vertices": int(len(all_vertices)),
         "bounds": np.asarray(mesh.bounds).tolist(),
         "extents": np.asarray(mesh.extents).tolist(),
         "area": area,
         "volume": volume,
         "closed": closed,
         "declared_units": declared,
+        "degenerate_faces": int(np.count_nonzero(~solid)),
+        "inverted_bodies": inverted,
         **topo,
     }
     if need_closed and not closed:
@@ -609,8 +834,18 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
             why = "the mesh is not watertight (it has holes or non-manifold edges)"
         elif not topo["winding_consistent"]:
             why = "the faces are not consistently wound (some normals point inward)"
-        else:
+        elif topo["nonmanifold_vertices"]:
+            why = (
+                f"{topo['nonmanifold_vertices']} vertices are non-manifold (bodies touching at "
+                "a single point); separate the bodies or merge them properly"
+            )
+        elif (volume or 0.0) <= 0:
             why = f"the enclosed volume is {_fmt(volume or 0.0)} (faces wound inside out?)"
+        else:
+            why = (
+                f"body {inverted[0]} is inside out (negative volume) and is not a cavity "
+                "inside another body"
+            )
         return {
             "gate": {"passed": False, "reason": f"not a closed volume: {why}"},
             "stats": stats,

@@ -278,7 +278,11 @@ def first_hits(
     hi = np.stack([_max3(tri[:, :, k]) for k in range(3)], axis=1)
     scale = float(np.max(hi.max(axis=0) - lo.min(axis=0))) or 1.0
     eps = 1e-9 * scale
-    ends = origins + directions * max_distance
+    # No triangle lies beyond the mesh's bounding box: each ray stops where it leaves it, so
+    # the march is bounded by the mesh's size in cells (a few per face along an axis), not by
+    # max_distance over a cell (a tiny triangle and a 1 mm wall would take ~1e6 steps).
+    reach = np.minimum(_box_exit(origins, directions, lo.min(axis=0), hi.max(axis=0)), max_distance)
+    ends = origins + directions * reach[:, None]
     origin = np.minimum(lo.min(axis=0), np.minimum(origins, ends).min(axis=0))
     cell = _cell_size(origin, hi.max(axis=0), hi - lo, len(faces), 3)
     grid = _Grid(lo, hi, origin, cell)
@@ -287,6 +291,9 @@ def first_hits(
     active = np.arange(len(origins))
     step = 0
     while len(active) and step * cell < max_distance:
+        active = active[reach[active] + cell > step * cell]
+        if not len(active):
+            break
         t0 = step * cell
         t1 = min(max_distance, t0 + cell)
         o, d = origins[active], directions[active]
@@ -308,6 +315,18 @@ def first_hits(
         active = active[~(out[active] <= t1)]
         step += 1
     return out
+
+
+def _box_exit(origins: Array, directions: Array, lo: Array, hi: Array) -> Array:
+    """Distance along each ray to where it leaves the box [lo, hi] (0 when it starts outside
+    and moves away; slab method)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / directions
+        t_a = (lo - origins) * inv
+        t_b = (hi - origins) * inv
+    far = np.where(np.isnan(t_a), np.inf, np.maximum(t_a, t_b))
+    far = np.where(directions == 0, np.inf, far)
+    return np.maximum(np.min(far, axis=1), 0.0)
 
 
 def _ray_triangle(tri: Array, o: Array, d: Array) -> Array:

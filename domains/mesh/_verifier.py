@@ -43,6 +43,28 @@ def _file_type(name: str, override: str | None) -> str:
     return kind
 
 
+def _missing_artifact(trajectory: Trajectory, name: str, ctx: VerifierContext) -> str | None:
+    """Why the agent's mesh is absent (it never wrote it), or None when there is one.
+
+    An absent mesh is the model's failure (``fail``, reward 0), never an abstain: a model
+    must not dodge a certain 0 by not writing the file. A path that escapes the input file's
+    directory is still the input's fault (``ctx.artifact_path`` raises ``bad_input``).
+    """
+    artifact = trajectory.artifacts.get(name)
+    if artifact is None:
+        have = ", ".join(sorted(trajectory.artifacts)) or "none"
+        return f"no mesh: the trajectory has no artifact {name!r} (artifacts: {have})"
+    if artifact.path is None:
+        return None
+    base = ctx.base_dir.resolve()
+    path = (base / artifact.path).resolve()
+    if base != path and base not in path.parents:
+        return None  # escapes: artifact_path reports it as bad input
+    if not path.is_file():
+        return f"no mesh: the artifact file {artifact.path!r} was not written"
+    return None
+
+
 @register("mesh.constraints")
 class MeshConstraints(Verifier[MeshSpec]):
     """Gate (loads, non-empty, finite, closed volume) then one component per constraint.
@@ -51,7 +73,7 @@ class MeshConstraints(Verifier[MeshSpec]):
     ``details["all_passed"]`` says whether every one passed. See docs/mesh.md.
     """
 
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     Spec = MeshSpec
 
     async def verify(self, trajectory: Trajectory, spec: MeshSpec, ctx: VerifierContext) -> Result:
@@ -63,6 +85,9 @@ class MeshConstraints(Verifier[MeshSpec]):
                     return got
                 path, file_type = got
             else:
+                missing = _missing_artifact(trajectory, spec.artifact, ctx)
+                if missing is not None:
+                    return self._gate_failed(missing, {"artifact": spec.artifact})
                 path = ctx.artifact_path(trajectory, spec.artifact)
                 artifact = trajectory.artifacts[spec.artifact]
                 file_type = _file_type(artifact.name or artifact.path or path.name, spec.format)

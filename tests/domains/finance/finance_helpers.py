@@ -20,6 +20,7 @@ def item(
     reference: Any = None,
     spec: dict[str, Any] | None = None,
     document: dict[str, Any] | None = None,
+    prompt: str = "By what percentage did Total sales grow from 2018 to 2019?",
 ) -> dict[str, Any]:
     """A finance.formula trajectory over TABLE (or ``document``)."""
     import json
@@ -31,6 +32,7 @@ def item(
     )
     full_spec = {"document": document if document is not None else {"table": TABLE}, **(spec or {})}
     return {
+        "prompt": prompt,
         "completion": completion,
         "task": {"verifier": "finance.formula", "spec": full_spec, "reference": reference},
     }

@@ -49,6 +49,7 @@ def _unlabelled(formula: str, answer: float, operands: dict[str, Any]) -> dict[s
 
     return {
         "id": "u",
+        "prompt": "By how much did total sales change from 2018 to 2019?",
         "completion": json.dumps(completion),
         "task": {"verifier": "finance.formula", "spec": {"document": DOC}},
     }

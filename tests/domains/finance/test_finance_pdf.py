@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -56,15 +57,33 @@ def test_wrong_citation_in_a_pdf_is_caught(reports_dir: Path) -> None:
     assert result.components["grounding"] < 1.0
 
 
-def test_pdf_as_inline_artifact(reports_dir: Path) -> None:
+def test_an_artifact_named_like_the_document_never_replaces_it(reports_dir: Path) -> None:
+    """Task documents come from the task: an artifact of the same name is the model's file."""
     report = synth.make_report(12, pages=3)
-    traj = synth.gold_trajectories(report, {"pdf": "report"})[0]
-    data = (reports_dir / "unruled-12.pdf").read_bytes()
+    traj = synth.gold_trajectories(report, {"pdf": "unruled-12.pdf"})[0]
+    body = json.loads(traj["completion"].split("```json\n")[1].split("\n```")[0])
+    name = next(iter(body["operands"]))
+    body["operands"][name]["value"] = "987,654"  # a figure the real report does not print
+    traj["completion"] = json.dumps(body)
+    forged = synth.write_pdf(
+        synth.make_report(99, pages=1), reports_dir / "forged-99.pdf", ruled=True
+    )
     traj["artifacts"] = {
-        "report": {"base64": base64.b64encode(data).decode(), "name": "report.pdf"}
+        "unruled-12.pdf": {
+            "base64": base64.b64encode(forged.read_bytes()).decode(),
+            "name": "unruled-12.pdf",
+        }
     }
-    result = verifiers.score([traj])[0]
-    assert result.status == "pass", (result.feedback, result.error)
+    result = verifiers.score([traj], base_dir=reports_dir)[0]
+    assert (
+        result.details["document"]["sha256"]
+        == hashlib.sha256((reports_dir / "unruled-12.pdf").read_bytes()).hexdigest()
+    )
+    assert result.components["grounding"] < 1.0
+    # Without the task's file the artifact is not used either: the item cannot be judged.
+    missing = verifiers.score([traj], base_dir=reports_dir / "nowhere")[0]
+    assert missing.status == "error" and missing.error is not None
+    assert "never from the trajectory's artifacts" in missing.error.message
 
 
 def test_extraction_is_cached_by_content(reports_dir: Path, fresh_pdf_cache: Any) -> None:

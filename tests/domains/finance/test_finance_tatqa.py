@@ -22,13 +22,31 @@ def gold(shared_data: Path) -> list[tuple[TatqaItem, verifiers.Result]]:
     return list(zip(converted, results, strict=True))
 
 
-def test_at_least_99_percent_of_gold_derivations_pass(
+def test_every_gold_derivation_passes(
     gold: list[tuple[TatqaItem, verifiers.Result]],
 ) -> None:
     passed = sum(r.status == "pass" for _, r in gold)
-    assert passed / len(gold) >= 0.99, [r.feedback for _, r in gold if r.status != "pass"][:5]
-    clean = sum(all(v == 1.0 for v in r.components.values()) for _, r in gold)
-    assert clean / len(gold) >= 0.99  # grounded and consistent too, not just correct
+    assert passed == len(gold), [r.feedback for _, r in gold if r.status != "pass"][:5]
+    # Grounded and consistent too, not just correct. The few that are not say why, and each
+    # reason is one of these: a gold derivation that restates one figure (``x1 / 1``,
+    # ``-x1 - 0``) computes nothing; a zero change (``(x1 - x2) / x3`` with x1 = x2) leaves
+    # x3 without effect; one derivation contradicts its own answer's sign; one figure is
+    # printed nowhere in the document.
+    unclean = [r for _, r in gold if not all(v == 1.0 for v in r.components.values())]
+    assert len(unclean) <= 8, [r.feedback for r in unclean]
+    reasons = collections.Counter(
+        "restates"
+        if "only restates one figure" in r.feedback
+        else "dead"
+        if "do not affect" in r.feedback
+        else "sign"
+        if "the formula gives -185" in r.feedback
+        else "not printed"
+        if "grounding:" in r.feedback
+        else r.feedback
+        for r in unclean
+    )
+    assert reasons == {"restates": 4, "dead": 2, "sign": 1, "not printed": 1}, reasons
     assert not [r for _, r in gold if r.status == "error"]
 
 

@@ -243,13 +243,13 @@ def test_nil_cells_only_match_zero() -> None:
 def test_scale_words_against_a_declared_scale() -> None:
     document = {"table": [["", "2019"], ["Backlog", "1,500"]], "scale": "thousand"}
     quoted = {
-        "answer": 1.5,
+        "answer": 3.0,
         "scale": "million",
-        "formula": "b",
+        "formula": "b * 2",
         "operands": {"b": {"value": "1.50 million"}},
     }
     result = score_one(
-        item(quoted, document=document, reference={"answer": 1500, "scale": "thousand"})
+        item(quoted, document=document, reference={"answer": 3000, "scale": "thousand"})
     )
     assert result.components == {"grounding": 1.0, "consistency": 1.0, "correct": 1.0}, (
         result.feedback

@@ -1,0 +1,85 @@
+"""The hostile mesh corpus (``datasets/mesh/attacks.jsonl``): each line a recipe, the
+constraints it targets and the verdict it must get, with honest controls beside the attacks.
+
+Families: ``abstain`` (a file that used to make the verifier error or time out must be the
+model's ``fail``), ``degenerate`` (geometry that used to satisfy a constraint without the
+work), ``control`` (honest parts that must keep their verdict).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from mesh_recipes import build, tiny_open_triangle
+from verifiers.domains.mesh._geometry import first_hits
+
+import verifiers
+
+CORPUS = Path(__file__).parents[3] / "datasets" / "mesh" / "attacks.jsonl"
+LINES = [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
+
+
+def test_corpus_covers_every_family() -> None:
+    families = {line["family"] for line in LINES}
+    assert families == {"abstain", "degenerate", "control"}
+    assert len({line["id"] for line in LINES}) == len(LINES)
+
+
+@pytest.mark.parametrize("line", LINES, ids=[line["id"] for line in LINES])
+def test_attack_gets_its_verdict(line: dict[str, Any], tmp_path: Path, judge: Any) -> None:
+    path = build(line["recipe"], line["params"], tmp_path, line["id"], line["format"])
+    started = time.monotonic()
+    result = judge(path, line["constraints"], **line["spec"])
+    took = time.monotonic() - started
+    expected = line["expected"]
+    statuses = expected["status"] if isinstance(expected["status"], list) else [expected["status"]]
+    assert result.status in statuses, (result.status, result.feedback, result.error)
+    assert result.status != "error"
+    if "feedback" in expected:
+        assert expected["feedback"] in result.feedback, result.feedback
+    failed = {c["name"] for c in result.details.get("checks", []) if not c["passed"]}
+    for name in expected.get("failed", []):
+        assert name in failed, (result.feedback, result.details.get("stats"))
+    if "max_seconds" in expected:
+        assert took < expected["max_seconds"], took
+
+
+def test_rays_stop_at_the_mesh_box() -> None:
+    """A 1e-6 triangle and a 1 mm wall: the march is bounded by the mesh, not the distance."""
+    mesh = tiny_open_triangle(1e-6)
+    origins = np.asarray(mesh.vertices).mean(axis=0)[None].repeat(16, axis=0)
+    directions = np.tile([0.0, 0.0, -1.0], (16, 1))
+    started = time.monotonic()
+    hits = first_hits(mesh.vertices, mesh.faces, origins, directions, 1.0)
+    assert np.all(np.isinf(hits))
+    assert time.monotonic() - started < 5.0
+
+
+def _artifact_item(path: str) -> dict[str, Any]:
+    return {
+        "id": "m",
+        "completion": "",
+        "task": {"verifier": "mesh.constraints", "spec": {"constraints": {"bodies": 1}}},
+        "artifacts": {"mesh": {"path": path}},
+    }
+
+
+def test_a_mesh_the_agent_never_wrote_is_a_fail(tmp_path: Path) -> None:
+    [result] = verifiers.score([_artifact_item("out/part.stl")], base_dir=tmp_path)
+    assert result.status == "fail" and result.reward == 0.0
+    assert "was not written" in result.feedback
+    no_entry = {**_artifact_item("x.stl"), "artifacts": {}}
+    [result] = verifiers.score([no_entry], base_dir=tmp_path)
+    assert result.status == "fail" and "no artifact 'mesh'" in result.feedback
+
+
+def test_a_path_escaping_the_input_dir_stays_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "inner").mkdir()
+    [result] = verifiers.score([_artifact_item("../../etc/passwd")], base_dir=tmp_path / "inner")
+    assert result.status == "error" and result.error is not None
+    assert result.error.kind == "bad_input"
