@@ -129,7 +129,7 @@ def test_model_text_errors_never_abstain_through_checks(combine: str, required: 
             "combine": combine,
             "checks": [
                 {"verifier": "answer.math", "reference": "21", "required": required},
-                {"verifier": "format.regex", "spec": {"rules": [{"pattern": "boxed"}]}},
+                {"verifier": "format.regex", "spec": {"patterns": ["boxed"]}},
             ],
         },
     }
