@@ -1699,6 +1699,8 @@ def _short_json(value: Any, limit: int = 300) -> str:
         text = repr(decode(value, lambda d: _Shown(str(d.get("repr", "<object>")))))
     except CodecError:
         text = "<undecodable>"
+    except (ValueError, RecursionError):  # repr() of an int past the string limit
+        text = "<value too large to display>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
