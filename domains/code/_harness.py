@@ -972,13 +972,7 @@ class RemoteCallable(Remote):
         )
 
 
-class _RemoteModuleType(types.ModuleType):
-    @property
-    def __doc__(self) -> Any:  # type: ignore[override]
-        return self.__getattr__("__doc__")
-
-
-class _RemoteModule(_RemoteModuleType):
+class _RemoteModule(types.ModuleType):
     """Stands in for ``import solution`` inside test code (judge side).
 
     It reports exactly what the candidate's module has: ``hasattr``/``getattr`` ask the
@@ -990,6 +984,10 @@ class _RemoteModule(_RemoteModuleType):
     def __init__(self, cand: Candidate, name: str) -> None:
         super().__init__(name)
         object.__setattr__(self, "_cand", cand)
+
+    # The candidate module's docstring, not this class's (a data descriptor, so it wins over
+    # both the class docstring and the module dict's ``__doc__``).
+    __doc__ = property(lambda self: self.__getattr__("__doc__"))  # type: ignore[assignment]
 
     def __getattr__(self, name: str) -> Any:
         cand: Candidate = object.__getattribute__(self, "_cand")

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from verifiers.domains.code import values_equal
 from verifiers.domains.code._compare import compare_output, printable, short_diff, short_repr
 from verifiers.domains.code._harness import decode
