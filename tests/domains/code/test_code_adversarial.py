@@ -38,7 +38,8 @@ def test_corpus_is_large_and_distinct() -> None:
     ids = [e["id"] for e in ROWS]
     assert len(ids) >= 100 and len(CONTROLS) >= 15
     assert len(set(ids)) == len(ids)
-    assert len({e["completion"] for e in ROWS}) == len(ROWS)
+    attempts = {(e["completion"], json.dumps(e["task"], sort_keys=True)) for e in ROWS}
+    assert len(attempts) == len(ROWS)
     assert {_kind(e) for e in ENTRIES} == {"assert", "call", "io", "pytest"}
     assert all(e["metadata"]["attack"] and e["metadata"]["defence"] for e in ROWS)
     families = {e["metadata"].get("family") for e in ROWS}
