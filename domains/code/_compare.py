@@ -46,7 +46,11 @@ def normalise(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return value
     if isinstance(value, dict):
-        return {_json_key(k): normalise(v) for k, v in value.items()}
+        out = {_json_key(k): normalise(v) for k, v in value.items()}
+        if len(out) != len(value):
+            # {1: x, "1": y} has no JSON form; collapsing it would hide the extra key.
+            return Opaque("dict", "keys that collide as JSON strings")
+        return out
     return value
 
 
