@@ -1785,7 +1785,12 @@ def _judge_main(harness: str) -> int:
     # the script's directory or the work directory, where the candidate can write files.
     here = os.path.dirname(harness)
     cwd = os.getcwd()
-    sys.path[:] = [p for p in sys.path if p not in ("", ".", here, cwd) and not _writable(p)]
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", here, cwd)]
+    # Anything else on the import path must be out of the job's reach: a module the candidate
+    # planted there would run inside the judge the next time it imports lazily (and in every
+    # later job). Dropping such entries would break the judge's own imports and score honest
+    # code 0, so a sandbox like that is refused as infrastructure instead.
+    open_dirs = [p for p in sys.path if _writable(p)]
     # Results go to a private duplicate of stdout; fds 1 and 2 then point to /dev/null so that
     # nothing else (pytest's own output, test prints) can interleave with or crowd them out.
     out_fd = os.dup(1)
@@ -1814,6 +1819,16 @@ def _judge_main(harness: str) -> int:
     cand.load_timeout = judge.test_timeout
     cand.total_deadline = judge.deadline
     judge.emit("R", {"dumpable_off": dumpable_off, "python": sys.version.split()[0]})
+    if open_dirs:
+        cand.kill()
+        judge.emit(
+            "D",
+            {
+                "infra_error": "the sandbox lets jobs write to the judge's import path "
+                f"({', '.join(open_dirs)[:300]}): mount the runtime read-only"
+            },
+        )
+        return 0
     kind = job["tests"]["kind"]
     try:
         if kind == "io":
