@@ -21,6 +21,10 @@ Usage::
 
     python benchmarks/humaneval.py [--n 164] [--concurrency 2] [--rounds 3] [--skip docker_run]
 
+``--code-from DIR`` runs the same contenders with ``DIR/domains/code`` (an earlier commit's
+``code.tests``, e.g. ``git archive 64b106e domains/code | tar -x -C DIR``) instead of this tree's,
+so a judge change can be measured old/new interleaved on the same machine.
+
 Prints one JSON line with, per contender, its best round (wall time, samples/s, passes) and the
 median samples/s over the rounds; ratios use the best rounds.
 """
@@ -243,7 +247,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated contenders to skip")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (docker_run runs once)")
     parser.add_argument("--baseline", default="", help="another sandbox/ copy (see above)")
+    parser.add_argument(
+        "--code-from",
+        default="",
+        help="a tree whose domains/code replaces this one's (e.g. `git archive <rev> domains/code`"
+        " unpacked in DIR): measures an earlier code.tests judge in the same conditions",
+    )
     args = parser.parse_args(argv)
+    if args.code_from:
+        import verifiers.domains
+
+        verifiers.domains.__path__.insert(0, os.path.join(args.code_from, "domains"))
+        import verifiers.domains.code
+
+        assert verifiers.domains.code.__file__.startswith(args.code_from)
     ps = problems(args.n)
     skip = {s for s in args.skip.split(",") if s}
     runners: dict[str, Callable[[], dict[str, Any]]] = {

@@ -36,6 +36,7 @@ import signal
 import struct
 import sys
 import time
+import types
 
 # Kept out of the judge's start-up path (every millisecond here is paid per sample); mypy
 # treats any name TYPE_CHECKING as true.
@@ -281,7 +282,13 @@ def _candidate_main(rpc_in: int, rpc_out: int) -> None:
             text = repr(obj)[:200]
         except Exception:
             text = f"<{type(obj).__name__} object>"
-        return {"$": "ref", "id": id(obj), "type": type(obj).__name__, "repr": text}
+        return {
+            "$": "ref",
+            "id": id(obj),
+            "type": type(obj).__name__,
+            "repr": text,
+            "callable": callable(obj),
+        }
 
     def unref(data: dict[str, Any]) -> Any:
         oid = data.get("id")
@@ -344,8 +351,18 @@ def _candidate_main(rpc_in: int, rpc_out: int) -> None:
                     result.append(item)
             elif op == "getitem":
                 result = target[decode(req["key"], unref)]
-            elif op == "contains":
-                result = decode(req["key"], unref) in target
+            elif op == "attr":
+                # What the module (or object) really has under this name: a plain value the
+                # judge then holds itself, or only whether it is callable.
+                try:
+                    found = getattr(target, str(req.get("name")))
+                except AttributeError:
+                    result = {"kind": "missing"}
+                else:
+                    try:
+                        result = {"kind": "value", "value": encode(found)}
+                    except CodecError:
+                        result = {"kind": "callable" if callable(found) else "object"}
             elif op == "names":
                 result = [
                     n for n in getattr(target, "__all__", dir(target)) if not n.startswith("_")
@@ -478,6 +495,12 @@ class Candidate:
         self.last_call: tuple[str, Any, dict[str, Any]] | None = None
         self.load_timeout = 10.0
         self.total_deadline: float | None = None
+        self.fault: dict[str, Any] | None = None
+        """Set when the candidate failed to load, died, timed out or broke the protocol since
+        the current test started: that test fails whatever its code caught."""
+        self.touches = 0
+        """Remote operations so far (tells a collection error the candidate caused from one
+        in the test files themselves)."""
 
     # -- process management ------------------------------------------------------------------
 
@@ -612,9 +635,8 @@ class Candidate:
 
     def _request(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.pid is None or self.dead_info is not None:
-            raise CandidateError(
-                "dead", self.dead_info or {"type": "CandidateDied", "message": "not running"}
-            )
+            self.fault = self.dead_info or {"type": "CandidateDied", "message": "not running"}
+            raise CandidateError("dead", self.fault)
         self.seq += 1
         msg["seq"] = self.seq
         try:
@@ -625,6 +647,7 @@ class Candidate:
             reply = _read_msg(self._rpc_r, self.deadline, self._sinks)
         except TimeoutError:
             self.dead_info = {"type": "Timeout", "message": "the candidate exceeded its time limit"}
+            self.fault = self.dead_info
             self.kill()
             raise CandidateTimeout("timeout", self.dead_info) from None
         except (EOFError, OSError, ValueError, CodecError) as exc:
@@ -638,6 +661,7 @@ class Candidate:
                     "type": "ProtocolError",
                     "message": f"bad reply from the candidate: {exc!r}"[:300],
                 }
+            self.fault = self.dead_info
             self.kill()
             raise CandidateError("dead", self.dead_info) from None
         if type(reply) is not dict or reply.get("seq") != self.seq:
@@ -645,6 +669,7 @@ class Candidate:
                 "type": "ProtocolError",
                 "message": "out-of-sequence reply from the candidate",
             }
+            self.fault = self.dead_info
             self.kill()
             raise CandidateError("dead", self.dead_info)
         return reply
@@ -667,17 +692,26 @@ class Candidate:
 
     def remote(self, op: str, ref: int | None, path: list[str], **extra: Any) -> Any:
         """Run one operation in the candidate and decode its answer into judge-side values."""
+        self.touches += 1
         self.ensure()
         if self.load_error is not None:
+            self.fault = self.load_error
             raise CandidateError("load", self.load_error)
         reply = self._request({"op": op, "ref": ref, "path": path, **extra})
         if op == "call":
             self.last_call = (".".join(path) or "object", extra.get("args"), reply)
         if "exc" in reply:
-            raise CandidateError("load" if reply.get("load") else "raised", reply["exc"])
+            info = reply["exc"]
+            if type(info) is not dict:
+                info = {"type": "ProtocolError", "message": "malformed exception reply"}
+            info = {k: v if type(v) in (str, bool) else str(v)[:2000] for k, v in info.items()}
+            if reply.get("load"):
+                self.fault = info
+                raise CandidateError("load", info)
+            raise CandidateError("raised", info)
         gen = self.generation
         try:
-            return decode(reply.get("value"), lambda d: Remote(self, gen, d["id"], [], d))
+            return decode(reply.get("value"), lambda d: _remote(self, gen, d["id"], [], d))
         except CodecError as exc:
             raise CandidateError("dead", {"type": "ProtocolError", "message": str(exc)}) from None
 
@@ -693,33 +727,139 @@ class Candidate:
         return encode(value, ref)
 
 
+SAFE_EXCEPTIONS = frozenset(
+    {
+        "ArithmeticError",
+        "AssertionError",
+        "AttributeError",
+        "BufferError",
+        "EOFError",
+        "Exception",
+        "FileExistsError",
+        "FileNotFoundError",
+        "FloatingPointError",
+        "ImportError",
+        "IndexError",
+        "IsADirectoryError",
+        "KeyError",
+        "LookupError",
+        "ModuleNotFoundError",
+        "NameError",
+        "NotADirectoryError",
+        "NotImplementedError",
+        "OSError",
+        "OverflowError",
+        "PermissionError",
+        "RecursionError",
+        "ReferenceError",
+        "RuntimeError",
+        "TimeoutError",
+        "TypeError",
+        "UnboundLocalError",
+        "UnicodeError",
+        "ValueError",
+        "ZeroDivisionError",
+    }
+)
+"""Builtin exceptions a candidate's exception is rebuilt as in the judge (by name; the name is
+the candidate's to choose, even by forging its reply, so only names whose meaning is "this call
+failed" are here). Never control flow: ``StopIteration`` would end a ``map(candidate, ...)``
+loop in the test early with nothing checked; ``StopAsyncIteration``, ``GeneratorExit``,
+``KeyboardInterrupt`` and ``SystemExit`` likewise. Anything else stays a ``CandidateError``."""
+
+PLAIN_PREDICATES = frozenset(
+    {
+        "startswith",
+        "endswith",
+        "isalnum",
+        "isalpha",
+        "isascii",
+        "isdecimal",
+        "isdigit",
+        "isidentifier",
+        "islower",
+        "isnumeric",
+        "isprintable",
+        "isspace",
+        "istitle",
+        "isupper",
+        "issubset",
+        "issuperset",
+        "isdisjoint",
+    }
+)
+"""Predicates of builtin data types. On a plain value the judge holds they run in the judge; on
+a candidate *object* they would be the candidate's answer to a question that carries the
+expected value (``r.startswith("Hello")``), so they are refused there."""
+
+
 def _rebuild_exception(err: CandidateError) -> Exception:
-    """An exception the judge-side test can catch (``except ValueError`` keeps working)."""
+    """An exception the judge-side test can catch (``except ValueError`` keeps working).
+
+    Only a raise in the candidate is rebuilt, and only as one of :data:`SAFE_EXCEPTIONS`;
+    death, timeouts, load failures and protocol errors stay ``CandidateError`` (and mark the
+    test failed through ``Candidate.fault`` whatever the test catches).
+    """
     info = err.info
-    if err.kind == "raised" and info.get("builtin"):
+    name = str(info.get("type"))
+    if err.kind == "raised" and name in SAFE_EXCEPTIONS:
         import builtins
 
-        cls = getattr(builtins, str(info.get("type")), None)
-        if (
-            isinstance(cls, type)
-            and issubclass(cls, Exception)
-            and not issubclass(cls, CandidateError)
-        ):
-            try:
-                exc = cls(info.get("message", ""))
-            except Exception:
-                return err
-            exc.__dict__["candidate_info"] = info
-            return exc
+        cls: type[Exception] = getattr(builtins, name)
+        try:
+            exc = cls(str(info.get("message", "")))
+        except Exception:
+            return err
+        exc.__dict__["candidate_info"] = info
+        return exc
     return err
 
 
-class Remote:
-    """A judge-side stand-in for something in the candidate's module (a lazy attribute path).
+def _remote(
+    cand: Candidate, gen: int | None, ref: int | None, path: list[str], meta: dict[str, Any]
+) -> Remote:
+    """A handle for a candidate object: callable only when the candidate's object is."""
+    cls = RemoteCallable if meta.get("callable") is True else Remote
+    return cls(cand, gen, ref, path, meta)
 
-    Calls, ``len``, iteration and value access go to the candidate; equality and hashing
-    compare the *plain* values the candidate sends back, or identity for opaque objects, so a
-    candidate-defined ``__eq__`` never runs in the judge.
+
+def _resolve(cand: Candidate, gen: int | None, ref: int | None, path: list[str], name: str) -> Any:
+    """``getattr`` in the candidate, answered with what it really has there.
+
+    A plain value comes back as the value itself (so comparisons and predicates on it run in the
+    judge); a function, class or other object as a handle; a missing name as AttributeError.
+    """
+    if ref is not None and gen != cand.generation:
+        cand.fault = {
+            "type": "StaleObject",
+            "message": "object from a candidate process that was restarted",
+        }
+        raise CandidateError("dead", cand.fault)
+    try:
+        info = cand.remote("attr", ref, path, name=name)
+    except CandidateError as exc:
+        raise _rebuild_exception(exc) from None
+    kind = info.get("kind") if type(info) is dict else None
+    if kind == "missing":
+        raise AttributeError(name)
+    if kind == "value":
+        try:
+            return decode(info.get("value"))
+        except CodecError as exc:
+            cand.fault = {"type": "ProtocolError", "message": str(exc)[:300]}
+            raise CandidateError("dead", cand.fault) from None
+    meta = {"callable": kind == "callable"}
+    return _remote(cand, gen, ref, [*path, name], meta)
+
+
+class Remote:
+    """A judge-side stand-in for a candidate object (a handle, or a path in its module).
+
+    Attribute access asks the candidate what it really has (plain values come back as values);
+    ``len``, iteration and truth value are the candidate's; equality and hashing are identity,
+    membership is computed here over the values the candidate's iteration yields, and the
+    predicates of builtin data types are refused, so no question that carries the test's
+    expected value is ever answered by the candidate.
     """
 
     def __init__(
@@ -741,13 +881,11 @@ class Remote:
         gen = object.__getattribute__(self, "_gen")
         ref = object.__getattribute__(self, "_ref")
         if ref is not None and gen != cand.generation:
-            raise CandidateError(
-                "dead",
-                {
-                    "type": "StaleObject",
-                    "message": "object from a candidate process that was restarted",
-                },
-            )
+            cand.fault = {
+                "type": "StaleObject",
+                "message": "object from a candidate process that was restarted",
+            }
+            raise CandidateError("dead", cand.fault)
         try:
             return cand.remote(op, ref, object.__getattribute__(self, "_path"), **extra)
         except CandidateError as exc:
@@ -756,17 +894,19 @@ class Remote:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        return Remote(
+        if name in PLAIN_PREDICATES:
+            meta = object.__getattribute__(self, "_meta")
+            raise TypeError(
+                f"{name}() asked of a candidate object ({meta.get('type', 'object')}), not of "
+                "plain data: the judge evaluates it only on values it holds (return a str, "
+                "list, set ...)"
+            )
+        return _resolve(
             object.__getattribute__(self, "_cand"),
             object.__getattribute__(self, "_gen"),
             object.__getattribute__(self, "_ref"),
-            [*object.__getattribute__(self, "_path"), name],
-        )
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        cand: Candidate = object.__getattribute__(self, "_cand")
-        return self._op(
-            "call", args=cand.encode_arg(list(args)), kwargs=cand.encode_arg(dict(kwargs))
+            object.__getattribute__(self, "_path"),
+            name,
         )
 
     def _plain(self) -> Any:
@@ -799,40 +939,72 @@ class Remote:
             return "<candidate object>"
 
     def __len__(self) -> int:
-        return int(self._op("len"))
+        n = self._op("len")
+        if type(n) is not int:
+            raise TypeError("len() of a candidate object was not an int")
+        return n
 
     def __bool__(self) -> bool:
-        return bool(self._op("bool"))
+        return self._op("bool") is True
 
     def __iter__(self) -> Any:
-        return iter(self._op("iter"))
+        items = self._op("iter")
+        if type(items) is not list:
+            raise TypeError("iteration of a candidate object did not give a list")
+        return iter(items)
 
     def __getitem__(self, key: Any) -> Any:
         cand: Candidate = object.__getattribute__(self, "_cand")
         return self._op("getitem", key=cand.encode_arg(key))
 
     def __contains__(self, key: Any) -> bool:
+        # Computed here over what the object yields: the candidate never sees the key.
+        return any(item is key or item == key for item in self.__iter__())
+
+
+class RemoteCallable(Remote):
+    """A :class:`Remote` for a candidate function, class or other callable object."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         cand: Candidate = object.__getattribute__(self, "_cand")
-        return bool(self._op("contains", key=cand.encode_arg(key)))
+        return self._op(
+            "call", args=cand.encode_arg(list(args)), kwargs=cand.encode_arg(dict(kwargs))
+        )
 
 
-class _RemoteModule:
-    """Stands in for ``import solution`` inside pytest test files (judge side)."""
+class _RemoteModule(types.ModuleType):
+    """Stands in for ``import solution`` inside test code (judge side).
+
+    It reports exactly what the candidate's module has: ``hasattr``/``getattr`` ask the
+    candidate (a missing name is AttributeError), plain values come back as values, functions
+    and classes as callable handles, other objects as non-callable ones. ``from solution
+    import *`` never goes through here in test files (see ``_StarBinder``).
+    """
 
     def __init__(self, cand: Candidate, name: str) -> None:
-        self.__name__ = name
-        self._cand = cand
+        super().__init__(name)
+        object.__setattr__(self, "_cand", cand)
+
+    # The candidate module's docstring, not this class's (a data descriptor, so it wins over
+    # both the class docstring and the module dict's ``__doc__``).
+    __doc__ = property(lambda self: self.__getattr__("__doc__"))  # type: ignore[assignment]
 
     def __getattr__(self, name: str) -> Any:
+        cand: Candidate = object.__getattribute__(self, "_cand")
         if name == "__all__":
-            try:
-                names = self._cand.remote("names", None, [])
-            except CandidateError:
-                return []
-            return [n for n in names if isinstance(n, str)]
-        if name.startswith("__"):
+            names = cand.remote("names", None, [])
+            return [n for n in names if type(n) is str] if type(names) is list else []
+        if name in ("__path__", "__spec__", "__loader__", "__file__", "__wrapped__"):
             raise AttributeError(name)
-        return Remote(self._cand, None, None, [name])
+        if name.startswith("__") and name.endswith("__") and name != "__doc__":
+            raise AttributeError(name)
+        return _resolve(cand, None, None, [], name)
+
+    def __dir__(self) -> list[str]:
+        try:
+            return list(self.__getattr__("__all__"))
+        except Exception:
+            return []
 
 
 class Judge:
@@ -863,7 +1035,27 @@ class Judge:
             return False
         self.cand.deadline = min(self.deadline, now + self.test_timeout)
         self.cand.last_call = None
+        self.cand.fault = None
         return True
+
+    def fault_record(self, name: str, **fields: Any) -> dict[str, Any] | None:
+        """The failed record of a test during which the candidate died, hung or did not load.
+
+        However the test handled the exception it saw (``pytest.raises(Exception)``, a bare
+        ``except``), the candidate's death is its failure, never the test's pass.
+        """
+        info = self.cand.fault
+        if info is None:
+            return None
+        status = "timeout" if info.get("type") == "Timeout" else "error"
+        return self.outcome(
+            name,
+            status,
+            exc_type=info.get("type"),
+            message=str(info.get("message", ""))[: self.text_cap],
+            tb=str(info.get("tb", ""))[-self.text_cap :],
+            **fields,
+        )
 
     def outcome(self, name: str, status: str, **fields: Any) -> dict[str, Any]:
         out, err = self.cand.output()
@@ -963,7 +1155,7 @@ class Judge:
                             "D", {"spec_error": "test code defines no check(candidate) function"}
                         )
                         return
-                    candidate = Remote(self.cand, None, None, [entry])
+                    candidate = RemoteCallable(self.cand, None, None, [entry])
                     # HumanEval semantics: the entry point's name in the test code means the
                     # candidate's function, not the prelude's stub.
                     ns[entry] = candidate
@@ -978,7 +1170,7 @@ class Judge:
                         return
                     ns.setdefault("solution", _RemoteModule(self.cand, "solution"))
                     ns["check"](ns["solution"])
-                self.emit("T", self.outcome(name, "passed"))
+                self.emit("T", self.fault_record(name) or self.outcome(name, "passed"))
             except Exception as exc:
                 self.emit("T", self.failure(name, exc))
         self.emit("D", {})
@@ -1092,8 +1284,19 @@ class Judge:
         self.emit("D", {})
 
     def run_pytest(self) -> None:
+        """Run the pytest files; the candidate never sees or shapes them.
+
+        The test files never exist on disk: pytest is given empty placeholders to discover, and
+        every module (test files and helper files alike) is compiled from the judge's memory
+        (with pytest's assertion rewriting) by ``_TestSources``, which also answers imports of
+        helper files. So a candidate that runs during collection (``EMPTY = Stack()`` at module
+        level) finds nothing to read, nothing to rewrite, and no directory of the judge's import
+        path to plant a module in. ``from solution import *`` is compiled into a binding of the
+        candidate's own public functions and classes that shadows no builtin and no name the
+        test module already has. A module whose collection fails once the candidate was
+        involved counts as (at least) its statically counted tests, failed.
+        """
         import linecache
-        import shutil
         import tempfile
 
         tests = self.job["tests"]
@@ -1107,44 +1310,67 @@ class Judge:
             )
             return
         module = str(tests.get("module", "solution"))
-        sys.modules[module] = _RemoteModule(self.cand, module)  # type: ignore[assignment]
+        remote_module = _RemoteModule(self.cand, module)
+        sys.modules[module] = remote_module
         tdir = tempfile.mkdtemp(prefix=".t", dir=os.getcwd())
+        sources = _TestSources(self, module, remote_module, _public_names(self.cand.code_path))
         paths = []
         for rel, text in sorted(tests["files"].items()):
             path = os.path.join(tdir, rel)
+            try:
+                tree = sources.add(rel, path, str(text))
+            except SyntaxError as exc:
+                self.emit(
+                    "D",
+                    {
+                        "spec_error": f"test file {rel} failed to collect (it does not compile): {exc}"[
+                            :500
+                        ]
+                    },
+                )
+                return
+            lines = str(text).splitlines(keepends=True)
+            linecache.cache[path] = (len(str(text)), None, lines, path)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            paths.append(path)
+            if rel.endswith(".py"):
+                # An empty placeholder for pytest to discover; the source stays in memory.
+                with open(path, "w", encoding="utf-8"):
+                    pass
+                paths.append(path)
+            sources.static[path] = _static_test_count(tree)
+        sys.meta_path.insert(0, sources)
         ini = os.path.join(tdir, "pytest.ini")
         with open(ini, "w") as fh:
             fh.write("[pytest]\n")
         judge = self
+
+        class MemoryModule(pytest.Module):  # type: ignore[misc]
+            def _getobj(self) -> Any:
+                return sources.load_test_module(str(self.path), self.config)
 
         class Plugin:
             def __init__(self) -> None:
                 self.collected: list[str] = []
                 self.collect_errors: list[str] = []
                 self.results: dict[str, dict[str, Any]] = {}
-                self.cand_started_in_collection = False
+
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_pycollect_makemodule(self, module_path: Any, parent: Any) -> Any:
+                if str(module_path) in sources.by_path:
+                    return MemoryModule.from_parent(parent, path=module_path)
+                return None
 
             def pytest_collectreport(self, report: Any) -> None:
                 if report.failed:
-                    self.collect_errors.append(f"{report.nodeid}: {str(report.longrepr)[-800:]}")
+                    path = os.path.join(tdir, str(report.nodeid).split("::")[0])
+                    text = f"{report.nodeid}: {str(report.longrepr)[-800:]}"
+                    if path in sources.blamed:
+                        sources.blamed[path] = text
+                    else:
+                        self.collect_errors.append(text)
 
             def pytest_collection_finish(self, session: Any) -> None:
                 self.collected = [item.nodeid for item in session.items]
-                self.cand_started_in_collection = judge.cand.loaded
-                # Keep the sources for tracebacks, then take the test files off the disk
-                # before any candidate code runs, so it cannot read the assertions.
-                for p in paths:
-                    try:
-                        with open(p, encoding="utf-8") as fh:
-                            lines = fh.readlines()
-                        linecache.cache[p] = (len("".join(lines)), None, lines, p)
-                    except OSError:
-                        pass
-                shutil.rmtree(tdir, ignore_errors=True)
 
             @pytest.hookimpl(tryfirst=True)
             def pytest_runtest_setup(self, item: Any) -> None:
@@ -1157,7 +1383,14 @@ class Judge:
                 )
                 if report.when == "call" and report.passed and rec["status"] == "passed":
                     rec["ran"] = True
-                if report.failed and rec["status"] == "passed":
+                fault = judge.fault_record(report.nodeid)
+                if fault is not None and rec["status"] == "passed":
+                    # The candidate died, hung or never loaded during this test: failed,
+                    # whatever the test caught (``pytest.raises(Exception)``).
+                    fault["phase"] = report.when
+                    rec.clear()
+                    rec.update(fault)
+                elif report.failed and rec["status"] == "passed":
                     rec["status"] = "failed"
                     rec["phase"] = report.when
                     text = str(report.longrepr)
@@ -1175,6 +1408,7 @@ class Judge:
             "-p",
             "no:cacheprovider",
             "--noconftest",
+            "--continue-on-collection-errors",
             "-c",
             ini,
             "--rootdir",
@@ -1186,12 +1420,14 @@ class Judge:
             "--tb=short",
             "--capture=sys",
         ]
+        # Collection needs a time limit too: module-level code may call the candidate.
+        self.cand.deadline = min(self.deadline, time.monotonic() + self.test_timeout)
         try:
             code = pytest.main(args, plugins=[plugin])
         except Exception as exc:
             self.emit("D", {"infra_error": f"pytest crashed: {exc!r}"[:300]})
             return
-        if plugin.collect_errors and not plugin.cand_started_in_collection:
+        if plugin.collect_errors:
             self.emit(
                 "D",
                 {
@@ -1201,25 +1437,258 @@ class Judge:
                 },
             )
             return
+        out, err = self.cand.output()
+        expected = list(plugin.collected)
+        for path, why in sorted(sources.blamed.items()):
+            # A module whose collection the candidate broke: each of its tests failed.
+            rel = os.path.relpath(path, tdir)
+            n = max(1, sources.static.get(path, 1))
+            for k in range(n):
+                name = f"{rel}::<not collected {k + 1}/{n}>"
+                expected.append(name)
+                self.emit(
+                    "T",
+                    {
+                        "name": name,
+                        "status": "error",
+                        "message": "the test module failed to collect: " + why[-1500:],
+                    },
+                )
         for nodeid in plugin.collected:
             rec = plugin.results.get(nodeid, {"name": nodeid, "status": "missing"})
             if rec.get("status") == "passed" and not rec.pop("ran", False):
                 rec["status"] = "missing"
             rec.pop("ran", None)
-            out, err = self.cand.output()
+            o, e = self.cand.output()
+            out, err = out + o, err + e
             if out:
                 rec["stdout"] = out[-self.text_cap :]
             if err:
                 rec["stderr"] = err[-self.text_cap :]
+            out = err = ""
             self.emit("T", rec)
         self.emit(
             "D",
             {
-                "collected": plugin.collected,
+                "collected": expected,
                 "exit_code": int(code),
-                "collect_errors": plugin.collect_errors[:5],
+                "collect_errors": [v for v in sources.blamed.values() if v][:5],
             },
         )
+
+
+class _StarBinder:
+    """``from <module> import *`` in a test file, compiled into a call of this.
+
+    Binds the candidate's own public functions and classes (the ``def``/``class`` names of its
+    source, which the judge reads itself) that the candidate's module really has, and never a
+    builtin's name or a name the test module already bound (``abs``, ``math``, an earlier
+    import): a candidate cannot swap ``abs`` or ``math.isclose`` under the test's feet.
+    """
+
+    def __init__(self, module: Any, names: list[str], cand: Candidate) -> None:
+        self.module = module
+        self.names = names
+        self.cand = cand
+
+    def __call__(self, ns: dict[str, Any]) -> None:
+        import builtins
+
+        self.cand.touches += 1
+        for name in self.names:
+            if name in ns or hasattr(builtins, name):
+                continue
+            try:
+                ns[name] = getattr(self.module, name)
+            except AttributeError:
+                continue
+
+
+def _public_names(path: str) -> list[str]:
+    """Top-level ``def``/``class`` names of the candidate's source not starting with ``_``.
+
+    Read and parsed by the judge, never asked of the candidate. A source the parser rejects
+    (or that is too deep for it) has no names: importing it will fail anyway.
+    """
+    import ast
+
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(4 << 20))
+    except Exception:
+        return []
+    names: list[str] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if not node.name.startswith("_") and node.name not in names:
+                names.append(node.name)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                todo.extend(getattr(node, block, []))
+            for handler in getattr(node, "handlers", []):
+                todo.extend(handler.body)
+    return names
+
+
+def _static_test_count(tree: Any) -> int:
+    """Tests a pytest file defines, counted from its syntax (a lower bound: literal
+    ``parametrize`` lists multiply, anything dynamic counts once)."""
+    import ast
+
+    def weight(fn: Any) -> int:
+        n = 1
+        for dec in fn.decorator_list:
+            if (
+                isinstance(dec, ast.Call)
+                and isinstance(dec.func, ast.Attribute)
+                and dec.func.attr == "parametrize"
+                and len(dec.args) >= 2
+                and isinstance(dec.args[1], (ast.List, ast.Tuple))
+            ):
+                n *= max(1, len(dec.args[1].elts))
+        return n
+
+    total = 0
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "test"
+        ):
+            total += weight(node)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            total += sum(
+                weight(m)
+                for m in node.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and m.name.startswith("test")
+            )
+    return total
+
+
+class _TestSources:
+    """Imports the task's test and helper files from the judge's memory (a meta-path finder).
+
+    Nothing is read from disk, so nothing the candidate writes can change or add to the code
+    the judge runs; test files get pytest's assertion rewriting, and ``from <module> import *``
+    becomes a :class:`_StarBinder` call.
+    """
+
+    def __init__(self, judge: Judge, module: str, remote: Any, names: list[str]) -> None:
+        self.judge = judge
+        self.module = module
+        self.binder = _StarBinder(remote, names, judge.cand)
+        self.by_name: dict[str, str] = {}
+        self.by_path: dict[str, tuple[str, Any]] = {}
+        self.static: dict[str, int] = {}
+        self.blamed: dict[str, str] = {}
+
+    def add(self, rel: str, path: str, text: str) -> Any:
+        import ast
+
+        tree = ast.parse(text, path)
+        if rel.endswith(".py"):
+            name = os.path.basename(rel)[:-3]
+            self.by_name.setdefault(name, path)
+            dotted = rel[:-3].replace("/", ".").replace(os.sep, ".")
+            self.by_name.setdefault(dotted, path)
+            self.by_path[path] = (text, tree)
+        return tree
+
+    # importlib's finder/loader protocol
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        import importlib.util
+
+        file = self.by_name.get(name)
+        if file is None or name == self.module:
+            return None
+        return importlib.util.spec_from_loader(name, self, origin=file)  # type: ignore[arg-type]
+
+    def create_module(self, spec: Any) -> Any:
+        return None
+
+    def exec_module(self, mod: Any) -> None:
+        file = self.by_name[mod.__name__]
+        self._exec(mod, file, None)
+
+    def _exec(self, mod: Any, file: str, config: Any) -> None:
+        import ast
+        import copy
+
+        text, tree = self.by_path[file]
+        tree = _StarRewriter(self.module).visit(copy.deepcopy(tree))
+        ast.fix_missing_locations(tree)
+        base = os.path.basename(file)
+        if config is not None or base.startswith("test_") or base.endswith("_test.py"):
+            try:
+                from _pytest.assertion.rewrite import rewrite_asserts
+
+                rewrite_asserts(tree, text.encode("utf-8"), file, config)
+            except Exception:
+                pass
+        code = compile(tree, file, "exec", dont_inherit=True)
+        mod.__file__ = file
+        mod.__dict__["__verifiers_star__"] = self.binder
+        exec(code, mod.__dict__)  # noqa: S102 - the task's trusted test code, in the sandbox
+
+    def load_test_module(self, file: str, config: Any) -> Any:
+        """The module pytest collects for ``file`` (replaces its import from disk)."""
+        rel = os.path.basename(file)[:-3]
+        name = next((n for n, f in self.by_name.items() if f == file and "." in n), rel)
+        if self.by_name.get(rel) == file:
+            name = rel
+        mod = types.ModuleType(name)
+        sys.modules[name] = mod
+        before = self.judge.cand.touches
+        try:
+            self._exec(mod, file, config)
+        except Exception as exc:
+            if self.judge.cand.touches != before or isinstance(exc, CandidateError):
+                self.blamed[file] = ""
+            raise
+        config.pluginmanager.consider_module(mod)
+        return mod
+
+
+class _StarRewriter:
+    """Replaces ``from <module> import *`` (module level) with ``__verifiers_star__(globals())``."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def visit(self, tree: Any) -> Any:
+        import ast
+
+        def rewrite(body: list[Any]) -> list[Any]:
+            out = []
+            for node in body:
+                if (
+                    isinstance(node, ast.ImportFrom)
+                    and node.level == 0
+                    and node.module == self.module
+                    and any(a.name == "*" for a in node.names)
+                ):
+                    call = ast.Call(
+                        func=ast.Name(id="__verifiers_star__", ctx=ast.Load()),
+                        args=[
+                            ast.Call(
+                                func=ast.Name(id="globals", ctx=ast.Load()), args=[], keywords=[]
+                            )
+                        ],
+                        keywords=[],
+                    )
+                    out.append(ast.copy_location(ast.Expr(value=call), node))
+                    continue
+                for block in ("body", "orelse", "finalbody"):
+                    if isinstance(node, (ast.If, ast.Try, ast.With)) and hasattr(node, block):
+                        setattr(node, block, rewrite(getattr(node, block)))
+                for handler in getattr(node, "handlers", []) if isinstance(node, ast.Try) else []:
+                    handler.body = rewrite(handler.body)
+                out.append(node)
+            return out
+
+        tree.body = rewrite(tree.body)
+        return tree
 
 
 def _short_json(value: Any, limit: int = 300) -> str:
@@ -1228,6 +1697,8 @@ def _short_json(value: Any, limit: int = 300) -> str:
         text = repr(decode(value, lambda d: _Shown(str(d.get("repr", "<object>")))))
     except CodecError:
         text = "<undecodable>"
+    except (ValueError, RecursionError):  # repr() of an int past the string limit
+        text = "<value too large to display>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -1291,6 +1762,20 @@ def _no_dump() -> bool:
         return False
 
 
+def _writable(path: str) -> bool:
+    """Whether this uid (the candidate's too) could add a module to ``path``.
+
+    Root could write anywhere, so the test says nothing there (the sandboxes never run jobs
+    as root; the bare test sandbox does).
+    """
+    try:
+        if os.geteuid() == 0:
+            return False
+        return os.access(path, os.W_OK)
+    except (OSError, ValueError):
+        return False
+
+
 def _judge_main(harness: str) -> int:
     dumpable_off = _no_dump()
     # As a fresh interpreter would have it (a runner's zygote may hand us SIG_DFL): a
@@ -1301,6 +1786,11 @@ def _judge_main(harness: str) -> int:
     here = os.path.dirname(harness)
     cwd = os.getcwd()
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, cwd)]
+    # Anything else on the import path must be out of the job's reach: a module the candidate
+    # planted there would run inside the judge the next time it imports lazily (and in every
+    # later job). Dropping such entries would break the judge's own imports and score honest
+    # code 0, so a sandbox like that is refused as infrastructure instead.
+    open_dirs = [p for p in sys.path if _writable(p)]
     # Results go to a private duplicate of stdout; fds 1 and 2 then point to /dev/null so that
     # nothing else (pytest's own output, test prints) can interleave with or crowd them out.
     out_fd = os.dup(1)
@@ -1329,6 +1819,16 @@ def _judge_main(harness: str) -> int:
     cand.load_timeout = judge.test_timeout
     cand.total_deadline = judge.deadline
     judge.emit("R", {"dumpable_off": dumpable_off, "python": sys.version.split()[0]})
+    if open_dirs:
+        cand.kill()
+        judge.emit(
+            "D",
+            {
+                "infra_error": "the sandbox lets jobs write to the judge's import path "
+                f"({', '.join(open_dirs)[:300]}): mount the runtime read-only"
+            },
+        )
+        return 0
     kind = job["tests"]["kind"]
     try:
         if kind == "io":

@@ -95,8 +95,34 @@ class CallTests(_Kind):
     entry_point: str
     cases: list[CallCase] = Field(min_length=1)
     rel_tol: float = Field(default=1e-9, ge=0)
-    """Relative tolerance for float comparison."""
+    """Relative tolerance for comparing with an expected float. An expected int is compared
+    exactly unless the spec sets ``rel_tol`` or ``abs_tol`` itself."""
     abs_tol: float = Field(default=1e-12, ge=0)
+    values: Literal["json", "tagged"] = "json"
+    """How ``args``, ``kwargs`` and ``expected`` are written: ``json`` (plain JSON: lists,
+    objects with string keys) or ``tagged`` (the judge's codec, which also says tuples, sets,
+    bytes, int keys: ``{"$": "set", "v": [1, 2]}``; ``kwargs`` stays an object of name ->
+    tagged value). A returned set equals only an expected
+    set, so a task whose answer is a set uses ``tagged``."""
+
+    @model_validator(mode="after")
+    def _tagged_values_decode(self) -> Self:
+        if self.values == "tagged":
+            from ._harness import CodecError, decode
+
+            for i, case in enumerate(self.cases):
+                checks = [("args", case.args), ("expected", case.expected)]
+                checks += [(f"kwargs.{k}", v) for k, v in case.kwargs.items()]
+                for what, value in checks:
+                    try:
+                        decode(value)
+                    except CodecError as exc:
+                        raise ValueError(
+                            f"cases[{i}].{what} is not valid tagged JSON ({exc}); write it as "
+                            'the codec does, e.g. {"$": "set", "v": [1, 2]}, or use '
+                            '"values": "json"'
+                        ) from None
+        return self
 
 
 class PytestTests(_Kind):

@@ -21,7 +21,7 @@ from verifiers.text import completion_text, last_code_block
 from verifiers.types import Result, Trajectory
 
 from . import _harness
-from ._compare import Opaque, compare_output, short_diff, short_repr, values_equal
+from ._compare import Opaque, compare_output, printable, short_diff, short_repr, values_equal
 from ._languages import Language, judge_files, language_for
 from ._spec import AssertTests, CallTests, CodeTestsSpec, IoTests, PytestTests
 
@@ -72,6 +72,15 @@ class CodeTests(Verifier[CodeTestsSpec]):
             raise BadInput(f"language {lang.name!r} does not support test kind {tests.kind!r}")
         code = extract_code(completion_text(trajectory), lang, spec.extract)
         expected_n = _expected_count(tests)
+        if printable(code) != code:
+            # Lone surrogates (U+D800..U+DFFF) have no UTF-8 form: not a program anything can
+            # run, and the model's failure, never an unwritable result or an abstain.
+            return Result.failed(
+                "The code contains unpaired surrogate code points (U+D800..U+DFFF), which no "
+                "source file can hold; it cannot run. Emit valid Unicode text.",
+                components={"tests_passed": 0.0},
+                details={"passed": 0, "expected": expected_n, "kind": tests.kind},
+            )
         if not code.strip():
             return Result.failed(
                 "No code found in the completion.",
@@ -111,9 +120,9 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 f"timed_out={res.timed_out}): {stderr}"
             )
         if done is not None and done.get("spec_error"):
-            raise BadInput(f"code.tests spec: {done['spec_error']}")
+            raise BadInput(printable(f"code.tests spec: {done['spec_error']}"))
         if done is not None and done.get("infra_error"):
-            raise InfraError(f"code judge: {done['infra_error']}")
+            raise InfraError(printable(f"code judge: {done['infra_error']}"))
         if (
             isinstance(tests, PytestTests)
             and done is not None
@@ -164,7 +173,10 @@ class CodeTests(Verifier[CodeTestsSpec]):
             "judge": ready,
         }
         return Result.scored(
-            reward, components={"tests_passed": fraction}, feedback=feedback, details=details
+            reward,
+            components={"tests_passed": fraction},
+            feedback=printable(feedback),
+            details=_printable_tree(details),
         )
 
     # -- job ------------------------------------------------------------------------------------
@@ -187,8 +199,12 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 "cases": [
                     {
                         "name": c.name,
-                        "args": _harness.encode(list(c.args)),
-                        "kwargs": _harness.encode(dict(c.kwargs)),
+                        "args": _harness.encode(list(c.args))
+                        if tests.values == "json"
+                        else list(c.args),
+                        "kwargs": _harness.encode(dict(c.kwargs))
+                        if tests.values == "json"
+                        else {"$": "dict", "v": [[k, v] for k, v in c.kwargs.items()]},
                     }
                     for c in tests.cases
                 ],
@@ -246,6 +262,17 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 for k in range(len(outs), tests.expected_tests)
             ]
         return outs
+
+
+def _printable_tree(value: Any) -> Any:
+    """``value`` with every string (keys too) made writable (see ``printable``)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {_printable_tree(k): _printable_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable_tree(v) for v in value]
+    return value
 
 
 def _expected_count(tests: Any) -> int:
@@ -361,7 +388,15 @@ def _call_outcome(tests: CallTests, i: int, rec: dict[str, Any] | None) -> _Outc
                 _streams(rec),
                 rec,
             )
-        if values_equal(actual, case.expected, rel_tol=tests.rel_tol, abs_tol=tests.abs_tol):
+        expected = case.expected if tests.values == "json" else _harness.decode(case.expected)
+        tolerance_set = bool({"rel_tol", "abs_tol"} & tests.model_fields_set)
+        if values_equal(
+            actual,
+            expected,
+            rel_tol=tests.rel_tol,
+            abs_tol=tests.abs_tol,
+            int_tolerance=tolerance_set,
+        ):
             return _Outcome(name, True, "passed", "passed", "", rec)
         detail = ""
         if (

@@ -1,8 +1,9 @@
 """The reward-hacking regression corpus (datasets/code/adversarial.jsonl).
 
 Every attempt must score exactly 0 with status ``fail`` through the real local (bubblewrap)
-backend and the real Docker sandbox. Controls prove each corpus spec *can* pass, so a 0 is
-the defence working, not a broken spec.
+backend and the real Docker sandbox (never ``error``: an abstain is a hack too). Controls
+(``metadata.expect == "pass"``, honest solutions of the corpus's own specs) must score 1, so a 0
+is the defence working, not a broken spec.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import pytest
 from code_helpers import Backend
 
 CORPUS = Path(__file__).resolve().parents[3] / "datasets" / "code" / "adversarial.jsonl"
-ENTRIES: list[dict[str, Any]] = [
+ROWS: list[dict[str, Any]] = [
     json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()
 ]
+ENTRIES = [e for e in ROWS if e["metadata"].get("expect", "fail") == "fail"]
+CONTROLS = [e for e in ROWS if e["metadata"].get("expect") == "pass"]
 
 HONEST = {
     "assert": "def add(a, b):\n    return a + b\n",
@@ -32,12 +35,23 @@ def _kind(entry: dict[str, Any]) -> str:
 
 
 def test_corpus_is_large_and_distinct() -> None:
-    ids = [e["id"] for e in ENTRIES]
-    assert len(ids) >= 30
+    ids = [e["id"] for e in ROWS]
+    assert len(ids) >= 100 and len(CONTROLS) >= 15
     assert len(set(ids)) == len(ids)
-    assert len({e["completion"] for e in ENTRIES}) == len(ENTRIES)
+    attempts = {(e["completion"], json.dumps(e["task"], sort_keys=True)) for e in ROWS}
+    assert len(attempts) == len(ROWS)
     assert {_kind(e) for e in ENTRIES} == {"assert", "call", "io", "pytest"}
-    assert all(e["metadata"]["attack"] and e["metadata"]["defence"] for e in ENTRIES)
+    assert all(e["metadata"]["attack"] and e["metadata"]["defence"] for e in ROWS)
+    families = {e["metadata"].get("family") for e in ROWS}
+    assert {
+        "pytest-collection",
+        "star-import",
+        "collection-error",
+        "proxy",
+        "exceptions",
+        "comparison",
+        "error-to-fail",
+    } <= families
 
 
 @pytest.fixture(
@@ -67,3 +81,12 @@ def test_attack_scores_zero(real_backend: Backend, entry: dict[str, Any]) -> Non
     assert res.status == "fail", (entry["metadata"]["attack"], res.status, res.error)
     assert res.reward == 0.0, (entry["metadata"]["attack"], res.feedback)
     assert res.components["tests_passed"] == 0.0
+    # Writable as UTF-8 JSON: no lone surrogate of the candidate's leaks into the result.
+    res.model_dump_json().encode("utf-8")
+    json.dumps(res.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+
+
+@pytest.mark.parametrize("entry", CONTROLS, ids=[e["id"] for e in CONTROLS])
+def test_corpus_control_passes(real_backend: Backend, entry: dict[str, Any]) -> None:
+    res = real_backend.score(entry)
+    assert (res.status, res.reward) == ("pass", 1.0), (entry["id"], res.feedback, res.error)

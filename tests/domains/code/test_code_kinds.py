@@ -89,13 +89,17 @@ def test_call_returns_tuples_sets_and_objects(backend: Backend) -> None:
         "entry_point": "f",
         "cases": [
             {"args": [0], "expected": [1, 2]},
-            {"args": [1], "expected": [3]},
+            {"args": [1], "expected": {"$": "set", "v": [3]}},
             {"args": [2], "expected": None},
         ],
+        "values": "tagged",
     }
     code = "def f(k):\n    return [(1, 2), {3}, object()][k]\n"
     res = backend.score(traj(code, tests))
     assert res.reward == pytest.approx(2 / 3)
+    # A set is not a list: in plain JSON (which cannot write a set) {3} never equals [3].
+    plain = {**tests, "values": "json", "cases": [{"args": [1], "expected": [3]}]}
+    assert backend.score(traj(code, plain)).reward == 0.0
     assert "plain data" in res.feedback
 
 

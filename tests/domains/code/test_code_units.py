@@ -154,7 +154,8 @@ def test_values_equal_rules() -> None:
     assert values_equal({1: "a"}, {"1": "a"}, **tol)
     assert values_equal(0.1 + 0.2, 0.3, **tol)
     assert values_equal(2, 2.0, **tol)
-    assert values_equal({3, 1, 2}, [1, 2, 3], **tol)
+    assert not values_equal({3, 1, 2}, [1, 2, 3], **tol)  # a set is not a (sorted) list
+    assert values_equal({3, 1, 2}, {1, 2, 3}, **tol)
     assert not values_equal(True, 1, **tol)
     assert not values_equal(1, True, **tol)
     assert not values_equal("1", 1, **tol)
