@@ -324,6 +324,11 @@ class DockerProvider:
             "private_pids": True,
             "address_space": False,  # the cgroup limits memory; RLIMIT_AS breaks numpy/BLAS
             "nproc": False,  # uids are shared across containers: pids cgroup instead
+            # The container's IPC namespace, /tmp, /dev/shm and /dev/mqueue are its own: every
+            # object a job makes there is removed after it (see the runner's ``end``).
+            "private_ipc": True,
+            "private_scratch": True,
+            "mqueue": "/dev/mqueue",
             "python_fastpath": self.settings.python_fastpath,
             "path": "/usr/local/bin:/usr/bin:/bin",
             "env": {
