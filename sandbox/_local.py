@@ -113,13 +113,13 @@ def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
 
 def _bwrap_scratch(settings: SandboxSettings, work_root: str) -> list[str]:
     """The runner's writable places, each a size-capped tmpfs of its own (an uncapped one
-    lets one job fill the host's memory), and a POSIX message queue mount of its own IPC
+    lets one job fill the host's memory; Docker caps its own the same way), and a POSIX message queue mount of its own IPC
     namespace (so the runner can list and remove the queues a job leaves)."""
     work = settings.work_mb << 20
     scratch = _SCRATCH_MB << 20
-    return [
-        *("--size", str(scratch), "--tmpfs", "/tmp"),
-        *("--size", str(scratch), "--tmpfs", "/dev/shm"),
+    return [  # /tmp and /dev/shm as in a container: world-writable, sticky
+        *("--perms", "1777", "--size", str(scratch), "--tmpfs", "/tmp"),
+        *("--perms", "1777", "--size", str(scratch), "--tmpfs", "/dev/shm"),
         *("--mqueue", "/dev/mqueue"),
         *("--size", str(work), "--tmpfs", work_root),
     ]
