@@ -115,10 +115,19 @@ def _read_exact(fd: int, size: int) -> bytes | None:
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
+    short_of_memory = 0
     while view:
         try:
             written = os.write(fd, view)
         except InterruptedError:
+            continue
+        except OSError as exc:
+            # A job at its memory cgroup's limit can make a kernel buffer allocation fail for
+            # a moment (the OOM killer is still freeing it); the reply must still get out.
+            if exc.errno not in (errno.ENOMEM, errno.ENOBUFS) or short_of_memory >= 500:
+                raise
+            short_of_memory += 1
+            time.sleep(0.01)
             continue
         view = view[written:]
 
