@@ -11,9 +11,10 @@ hand files to the job uid and drop to it (SETUID, SETGID, CHOWN, FOWNER, DAC_OVE
 no log driver (output never lands on the host disk), private IPC. Jobs run as uid 10001 with no
 capabilities at all.
 
-Lifecycle: every container carries labels naming its owner (host, pid, process start time).
-Containers whose owner is dead are removed when a provider starts and by
-``verifiers sandbox prune``; a provider removes its own at ``close()`` and at interpreter exit.
+Lifecycle: every container carries labels naming its owner (host, pid, process start time) and
+where that PID means something (the kernel's boot id and the owner's PID-namespace inode: a
+bare PID means nothing in another PID namespace sharing the engine). Containers whose owner is provably dead are removed when a
+provider starts and by ``verifiers sandbox prune``; a provider removes its own at ``close()`` and at interpreter exit.
 Containers are also created with ``StdinOnce`` + ``auto_remove``: when the owner dies, even
 by ``kill -9``, the kernel closes the attach socket, the runner sees EOF and exits, and the
 engine removes the container.
@@ -53,11 +54,18 @@ from ._images import LABEL, get_image, image_tag
 from ._local import runner_source
 from ._settings import SandboxSettings
 
-__all__ = ["DockerProvider", "engine_and_image_ready", "owner_label", "prune_containers"]
+__all__ = [
+    "DockerProvider",
+    "engine_and_image_ready",
+    "owner_label",
+    "owner_namespace",
+    "prune_containers",
+]
 
 log = logging.getLogger("verifiers.sandbox")
 
 OWNER_LABEL = f"{LABEL}.owner"
+NAMESPACE_LABEL = f"{LABEL}.owner-namespace"
 RUNNER_CAPS = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"]
 JOB_UID = 10001
 _ENGINE_THREADS = 4
@@ -82,21 +90,56 @@ def _process_start(pid: int) -> str:
         return ""
 
 
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def _pid_namespace() -> str:
+    """Inode of our PID namespace: a PID means something only inside the namespace it is in."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return ""
+
+
 def owner_label(pid: int | None = None) -> str:
-    """``host:pid:starttime`` of the owning process."""
+    """``host:pid:starttime`` of the owning process (the format every version reads)."""
     pid = os.getpid() if pid is None else pid
     return f"{socket.gethostname()}:{pid}:{_process_start(pid)}"
 
 
-def _owner_alive(owner: str) -> bool:
+def owner_namespace() -> str:
+    """``boot_id:pidns_inode``: where the owner's PID can be looked up.
+
+    A scorer in a container, a pod or an ``unshare --pid`` namespace that shares the engine
+    sees other PIDs (or none) at the same numbers and must never judge their owner dead. A
+    label of its own (not more fields in the owner label), so that older versions sharing
+    the engine still parse the owner label as before and do not judge *us* dead.
+    """
+    return f"{_boot_id()}:{_pid_namespace()}"
+
+
+def _owner_alive(owner: str, namespace: str) -> bool:
+    """False only when the owner is provably dead: same kernel boot, same PID namespace as
+    us, and no process with its PID and start time. Anything we cannot judge (another host,
+    another boot, another PID namespace, a container of an older version without the
+    namespace label) counts as alive: such a container still goes away on its own, because
+    its runner exits when its owner's end of the channel closes (``StdinOnce`` attach or the
+    runner's socket) and the engine then removes it (``auto_remove``)."""
     host, _, rest = owner.partition(":")
     pid_text, _, start = rest.partition(":")
-    if host != socket.gethostname():
-        return True  # another machine's engine client: not ours to judge
+    if host != socket.gethostname() or not namespace or namespace != owner_namespace():
+        return True
+    if ":" not in namespace or namespace.startswith(":") or namespace.endswith(":"):
+        return True  # we could not read our own boot id or namespace: judge nothing
     try:
         pid = int(pid_text)
     except ValueError:
-        return False
+        return True
     return _process_start(pid) == start and start != ""
 
 
@@ -158,7 +201,7 @@ def prune_containers(client: Any, *, everything: bool = False, owner: str | None
         if everything or (owner is not None and who == owner):
             doomed = True
         else:
-            doomed = owner is None and not _owner_alive(who)
+            doomed = owner is None and not _owner_alive(who, labels.get(NAMESPACE_LABEL, ""))
         if not doomed:
             continue
         try:
@@ -324,6 +367,11 @@ class DockerProvider:
             "private_pids": True,
             "address_space": False,  # the cgroup limits memory; RLIMIT_AS breaks numpy/BLAS
             "nproc": False,  # uids are shared across containers: pids cgroup instead
+            # The container's IPC namespace, /tmp, /dev/shm and /dev/mqueue are its own: every
+            # object a job makes there is removed after it (see the runner's ``end``).
+            "private_ipc": True,
+            "private_scratch": True,
+            "mqueue": "/dev/mqueue",
             "python_fastpath": self.settings.python_fastpath,
             "path": "/usr/local/bin:/usr/bin:/bin",
             "env": {
@@ -348,7 +396,7 @@ class DockerProvider:
             hostname="sandbox",
             working_dir="/work",
             environment={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
-            labels={LABEL: "runner", OWNER_LABEL: self.owner},
+            labels={LABEL: "runner", OWNER_LABEL: self.owner, NAMESPACE_LABEL: owner_namespace()},
             host_config=host_config,
         )
         cid = str(container["Id"])
