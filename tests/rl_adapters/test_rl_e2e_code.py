@@ -61,10 +61,16 @@ def test_trl_rewards_with_code_tests() -> None:
 @pytest.mark.bwrap
 def test_verl_batch_with_code_tests() -> None:
     out = compute_score_batch(
-        ["code"] * 4, COMPLETIONS, [None] * 4, [{"task": TASK}] * 4, sandbox="local", timeout_s=60
+        ["code"] * 4,
+        COMPLETIONS,
+        [None] * 4,
+        [{"task": TASK}] * 4,
+        sandbox="local",
+        timeout_s=60,
+        components=["tests_passed"],
     )
     assert [o["score"] for o in out] == [1.0, 0.0, 0.0, 0.0]
-    assert all(o["valid"] == 1.0 for o in out)
+    assert all(o["verifiers_valid"] == 1.0 for o in out)
     assert out[0]["tests_passed"] == 1.0
 
 
