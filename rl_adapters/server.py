@@ -23,8 +23,12 @@ in-flight requests finish (up to ``--graceful-timeout-s``), then the engine clos
 processes and sandboxes.
 
 One engine serves all requests, so ``--concurrency`` bounds items in verification across
-concurrent requests; scale out with more instances behind a load balancer (OpenRLHF shards
-a batch over several ``--remote_rm_url`` values itself).
+concurrent requests; scale out with more instances behind a load balancer. OpenRLHF sends
+one rollout per request; with ``--group-size`` an unjudged rollout waits for its prompt's
+group on this server, so route a prompt's rollouts to one server.
+
+Metric labels are bounded: the ``verifier`` label is a registered verifier name or ``other``
+(clients choose the names they send), and errors are counted by ``kind``.
 """
 
 from __future__ import annotations
