@@ -283,6 +283,13 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         registry=registry,
     )
 
+    runtime_workers = Gauge(
+        "verifiers_sandbox_runtime_workers",
+        "Sandbox workers and waiting sessions per runtime (busy, idle, starting, waiting)",
+        ["runtime", "state"],
+        registry=registry,
+    )
+
     class NanJSONResponse(JSONResponse):
         """JSON that may carry NaN (Python's json reads it; OpenRLHF's client is Python)."""
 
@@ -389,9 +396,15 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     async def metrics() -> Any:
         slots: MachineSlots | None = state["slots"]
         slots_held.set(slots.held if slots is not None else 0)
-        occupancy = sandbox_occupancy(state["engine"])
+        by_runtime = sandbox_occupancy_by_runtime(state["engine"])
+        totals = {"busy": 0, "idle": 0, "starting": 0}
+        for runtime, counts in by_runtime.items():
+            for key, value in counts.items():
+                runtime_workers.labels(runtime, key).set(value)
+                if key in totals:
+                    totals[key] += value
         for key in ("busy", "idle", "starting"):
-            sandbox_workers.labels(key).set(occupancy.get(key, 0))
+            sandbox_workers.labels(key).set(totals[key])
         return PlainTextResponse(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
@@ -427,14 +440,33 @@ def sandbox_occupancy(engine: Engine | None) -> dict[str, int]:
     another shape) reports zeros rather than failing the scrape.
     """
     out = {"busy": 0, "idle": 0, "starting": 0}
+    for counts in sandbox_occupancy_by_runtime(engine).values():
+        for key in out:
+            out[key] += counts[key]
+    return out
+
+
+def sandbox_occupancy_by_runtime(engine: Engine | None) -> dict[str, dict[str, int]]:
+    """Per runtime (the pool key's image): busy, idle, starting and waiting sessions.
+
+    ``waiting`` counts sessions queued for a worker of that runtime (the pool is full). The
+    label values are the runtimes the engine started, a set fixed by the image definitions.
+    """
+    out: dict[str, dict[str, int]] = {}
     provider = getattr(getattr(engine, "_sandboxes", None), "_provider", None)
     slots = getattr(getattr(provider, "_pool", None), "_slots", None)
     if not isinstance(slots, dict):
         return out
-    for slot in slots.values():
-        out["busy"] += len(getattr(slot, "busy", ()))
-        out["idle"] += len(getattr(slot, "idle", ()))
-        out["starting"] += len(getattr(slot, "starting", ())) + int(getattr(slot, "launching", 0))
+    for key, slot in slots.items():
+        runtime = str(key[0] if isinstance(key, tuple) and key else key)
+        counts = out.setdefault(runtime, {"busy": 0, "idle": 0, "starting": 0, "waiting": 0})
+        counts["busy"] += len(getattr(slot, "busy", ()))
+        counts["idle"] += len(getattr(slot, "idle", ()))
+        counts["starting"] += len(getattr(slot, "starting", ())) + int(
+            getattr(slot, "launching", 0)
+        )
+        waiters = getattr(getattr(slot, "semaphore", None), "_waiters", None)
+        counts["waiting"] += len(waiters) if waiters else 0
     return out
 
 

@@ -90,3 +90,9 @@ def test_server_with_code_tests_and_sandbox_metrics() -> None:
     warm = [line for line in metrics.splitlines() if line.startswith("verifiers_sandbox_workers{")]
     assert len(warm) == 3
     assert sum(float(line.rsplit(" ", 1)[1]) for line in warm) >= 1  # the pool kept warm workers
+    runtime = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("verifiers_sandbox_runtime_workers{")
+    ]
+    assert any('runtime="python"' in line and 'state="waiting"' in line for line in runtime)
