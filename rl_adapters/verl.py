@@ -15,8 +15,8 @@ data sources veRL then silently uses its own scorer)::
     +reward.custom_reward_function.reward_kwargs.components=[tests_passed]
 
 veRL merges ``reward_kwargs`` into every call (they take precedence). ``pkg://`` imports the
-module by name, so it pickles into veRL's Ray workers; a file path works too (this module uses
-absolute imports) but veRL's ``remote`` manager cannot pickle a function loaded from a file.
+module by name; a file path works too (absolute imports), and then the functions handed out
+are the importable module's, so they pickle into the ``remote`` manager's Ray workers.
 ``compute_score_batch`` has no manager in veRL 0.9 (``reward_manager=batch`` is gone); it is
 kept for callers of its own.
 
@@ -248,3 +248,16 @@ def compute_score_batch(
         for ds, sol, gt, info in zip(data_sources, solution_strs, ground_truths, infos, strict=True)
     ]
     return _score_dicts(_scorer(kwargs).score(items), kwargs)
+
+
+if __name__ != "verifiers.rl_adapters.verl":
+    # Loaded from this file under another module name (veRL's ``path=/file.py`` loader): hand
+    # out the functions of the importable module instead, so they pickle by reference into
+    # veRL's Ray workers (the ``remote`` manager) and share its engines.
+    import importlib as _importlib
+
+    _canonical = _importlib.import_module("verifiers.rl_adapters.verl")
+    compute_score = _canonical.compute_score
+    compute_score_async = _canonical.compute_score_async
+    compute_score_batch = _canonical.compute_score_batch
+    score_dict = _canonical.score_dict

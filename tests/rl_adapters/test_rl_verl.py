@@ -187,3 +187,15 @@ def test_unknown_component_names_are_refused() -> None:
     fn = _load_like_verl(verl_module.__file__, "compute_score", {**KWARGS, "components": 7})
     with pytest.raises(ValueError, match="reward_kwargs.components"):
         fn(data_source="x", solution_str="1", ground_truth="1")
+
+
+def test_functions_loaded_from_the_file_pickle() -> None:
+    """veRL's ``remote`` manager pickles the reward function into Ray workers; loaded by file
+    path (veRL's ``load_extern_object``) it used to be a function of an unimportable module."""
+    import pickle
+
+    from verl.utils.import_utils import load_extern_object
+
+    for name in ("compute_score", "compute_score_async", "compute_score_batch"):
+        fn = load_extern_object(module_path=verl_module.__file__, object_name=name)
+        assert pickle.loads(pickle.dumps(fn)) is getattr(verl_module, name)
