@@ -311,9 +311,10 @@ def make_reward_func(
     )
     scorer = Scorer(settings, machine_concurrency=machine_concurrency, machine_key=machine_key)
 
-    async def run(request: OpenRLHFRequest) -> OpenRLHFResponse:
-        results = await scorer._score(scoring.items(request))
-        return await scoring.score(request, results)
+    async def run(
+        request: OpenRLHFRequest, items: list[dict[str, Any] | Result]
+    ) -> OpenRLHFResponse:
+        return await scoring.score(request, await scorer._score(items))
 
     def reward_func(
         queries: list[str], prompts: list[str], labels: list[Any] | None = None, **kwargs: Any
@@ -321,7 +322,7 @@ def make_reward_func(
         import torch
 
         request = OpenRLHFRequest(query=list(queries), prompts=list(prompts), labels=labels)
-        response = scorer._submit(run(request)).result()
+        response = scorer._submit(run(request, scoring.items(request))).result()
         rewards = torch.tensor(response.rewards, dtype=torch.float32)
         return {
             "rewards": rewards,
