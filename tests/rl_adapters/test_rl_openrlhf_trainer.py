@@ -38,24 +38,49 @@ from verifiers import EngineSettings
 
 pytestmark = [pytest.mark.rl, pytest.mark.bwrap, pytest.mark.slow]
 
-if importlib.util.find_spec("vllm") is None:  # see the module docstring
-    _vllm = types.ModuleType("vllm")
-    _vllm.__spec__ = importlib.machinery.ModuleSpec("vllm", None, is_package=True)
-    _vllm.__path__ = []
-    _vllm.SamplingParams = object  # type: ignore[attr-defined]
-    _inputs = types.ModuleType("vllm.inputs")
-    _inputs.TokensPrompt = dict  # type: ignore[attr-defined]
-    _utils = types.ModuleType("vllm.utils")
-    _utils.random_uuid = str  # type: ignore[attr-defined]
-    sys.modules.update({"vllm": _vllm, "vllm.inputs": _inputs, "vllm.utils": _utils})
 
-from openrlhf.trainer.ppo_utils.experience import (  # noqa: E402
+def _import_openrlhf() -> tuple[Any, Any, Any, Any, Any]:
+    """OpenRLHF's modules, with a stand-in for vLLM only while they import (module docstring).
+
+    The stand-in leaves ``sys.modules`` afterwards: other libraries (TRL) probe for vLLM and
+    must keep seeing that it is absent.
+    """
+    names = ("vllm", "vllm.inputs", "vllm.utils")
+    stand_in = importlib.util.find_spec("vllm") is None
+    if stand_in:
+        vllm = types.ModuleType("vllm")
+        vllm.__spec__ = importlib.machinery.ModuleSpec("vllm", None, is_package=True)
+        vllm.__path__ = []
+        vllm.SamplingParams = object  # type: ignore[attr-defined]
+        inputs = types.ModuleType("vllm.inputs")
+        inputs.TokensPrompt = dict  # type: ignore[attr-defined]
+        utils = types.ModuleType("vllm.utils")
+        utils.random_uuid = str  # type: ignore[attr-defined]
+        sys.modules.update({"vllm": vllm, "vllm.inputs": inputs, "vllm.utils": utils})
+    try:
+        from openrlhf.trainer.ppo_utils import experience
+        from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
+        from openrlhf.utils.agent import SingleTurnAgentExecutor
+    finally:
+        if stand_in:
+            for name in names:
+                sys.modules.pop(name, None)
+    return (
+        experience.Experience,
+        experience.make_experience_batch,
+        experience.split_experience_batch,
+        SamplesGenerator,
+        SingleTurnAgentExecutor,
+    )
+
+
+(
     Experience,
     make_experience_batch,
     split_experience_batch,
-)
-from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator  # noqa: E402
-from openrlhf.utils.agent import SingleTurnAgentExecutor  # noqa: E402
+    SamplesGenerator,
+    SingleTurnAgentExecutor,
+) = _import_openrlhf()
 
 TESTS = "def check(f):\n    assert f(1, 2) == 3\n    assert f(2, 2) == 4\n"
 TASK = json.dumps(
