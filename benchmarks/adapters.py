@@ -123,6 +123,81 @@ def load_baseline(directory: str) -> dict[str, ModuleType]:
     return modules
 
 
+def _verl_manager_case(
+    completions: list[str], infos: Callable[[], list[dict[str, Any]]], sandbox: str, loop: Any
+) -> Callable[[], Any] | None:
+    """veRL's reward loop over ``VerifiersRewardManager``: one ``run_single`` task per sample,
+    gathered, as ``RewardLoopWorker.compute_score_batch`` does (None without veRL)."""
+    try:
+        import numpy as np
+        import torch
+        from omegaconf import OmegaConf
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+        from transformers import PreTrainedTokenizerFast
+        from verifiers.rl_adapters.verl_manager import VerifiersRewardManager
+        from verl import DataProto
+    except ImportError:
+        return None
+    vocab = {"<pad>": 0, "</s>": 1}
+    for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
+        vocab.setdefault(ch, len(vocab))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>")
+    ids = [tokenizer.encode(c) + [tokenizer.eos_token_id] for c in completions]
+    width = max(map(len, ids))
+    responses = torch.zeros((len(ids), width), dtype=torch.long)
+    mask = torch.zeros((len(ids), 1 + width), dtype=torch.long)
+    for i, row in enumerate(ids):
+        responses[i, : len(row)] = torch.tensor(row)
+        mask[i, : 1 + len(row)] = 1
+    config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {"rollout": {"n": 1}},
+            "reward": {
+                "num_workers": 1,
+                "reward_kwargs": {
+                    "sandbox": sandbox,
+                    "workers": 2,
+                    "concurrency": 8,
+                    "machine_concurrency": None,
+                },
+            },
+        }
+    )
+    manager = loop.run_until_complete(_make_manager(VerifiersRewardManager, config, tokenizer))
+
+    def run() -> Any:
+        data = DataProto.from_dict(
+            tensors={
+                "prompts": torch.zeros((len(ids), 1), dtype=torch.long),
+                "responses": responses,
+                "attention_mask": mask,
+            },
+            non_tensors={
+                "data_source": np.array(["bench"] * len(ids), dtype=object),
+                "reward_model": np.array([{"ground_truth": None}] * len(ids), dtype=object),
+                "extra_info": np.array(infos(), dtype=object),
+            },
+        )
+
+        async def batch() -> list[Any]:
+            return list(
+                await asyncio.gather(
+                    *(manager.run_single(data[i : i + 1]) for i in range(len(ids)))
+                )
+            )
+
+        return loop.run_until_complete(batch())
+
+    return run
+
+
+async def _make_manager(cls: Any, config: Any, tokenizer: Any) -> Any:
+    return cls(config, tokenizer, None)
+
+
 def adapter_overhead(
     verifier: str,
     repeats: int,
@@ -183,6 +258,9 @@ def adapter_overhead(
         ),
         "OpenRLHF reward_func (file mode)": lambda: orlhf(queries, prompts, tasks),
     }
+    verl_manager = _verl_manager_case(completions, lambda: infos, sandbox, loop)
+    if verl_manager is not None:
+        cases["veRL VerifiersRewardManager (256 run_single)"] = verl_manager
     if verifier != "code.tests":  # one call per sample: how veRL's naive manager calls it
         cases["veRL compute_score (256 calls)"] = lambda: [
             verl.compute_score("bench", c, None, i, **verl_kwargs)

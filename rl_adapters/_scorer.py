@@ -30,6 +30,7 @@ from ._machine_limit import MachineSlots
 __all__ = [
     "MachineConcurrency",
     "Scorer",
+    "in_ray_worker",
     "local_ranks",
     "resolve_machine_slots",
     "score_with_slots",
@@ -38,9 +39,12 @@ __all__ = [
 T = TypeVar("T")
 Item = Trajectory | Result | dict[str, Any]
 MachineConcurrency = int | None | Literal["auto"]
-"""``"auto"``: ``$VERIFIERS_MACHINE_CONCURRENCY`` if set (0 = off), else, when several ranks
-share this machine (``LOCAL_WORLD_SIZE``, ``LOCAL_SIZE`` or the MPI equivalents > 1),
-``settings.concurrency`` machine-wide, else off.
+"""``"auto"``: ``$VERIFIERS_MACHINE_CONCURRENCY`` if set (0 = off), else, when this process
+may share the machine with others of its job, ``settings.concurrency`` machine-wide, else
+off. "May share" is decided from the node, not from launcher variables alone: several ranks
+(``LOCAL_WORLD_SIZE``, ``LOCAL_SIZE`` or the MPI equivalents > 1), or a Ray worker process
+(``RAY_RAYLET_PID``: veRL's reward workers and OpenRLHF's actors are Ray actors, which no
+launcher variable describes, and several of them land on one node).
 An int: that many items machine-wide. ``None``: no machine-wide limit (per-process only)."""
 
 _CLOSE_TIMEOUT_S = 30.0
@@ -63,6 +67,11 @@ def local_ranks() -> int:
     return 1
 
 
+def in_ray_worker() -> bool:
+    """Whether this process is a Ray worker (an actor or task), from the raylet Ray names."""
+    return os.environ.get("RAY_RAYLET_PID", "").strip().isdigit()
+
+
 def resolve_machine_slots(
     machine_concurrency: MachineConcurrency, settings: EngineSettings, key: str
 ) -> MachineSlots | None:
@@ -72,7 +81,7 @@ def resolve_machine_slots(
         env = os.environ.get("VERIFIERS_MACHINE_CONCURRENCY")
         if env is not None and env.strip():
             value = int(env)
-        elif local_ranks() > 1:
+        elif local_ranks() > 1 or in_ray_worker():
             value = settings.concurrency
         else:
             value = None

@@ -8,12 +8,16 @@ default, so a loop that forgets the mask fails loudly instead of training on a f
 
 With ``torch.distributed`` initialised (``deepspeed.init_distributed()``):
 
-- ``inputs="local"`` (default): each rank passes *its own* samples; with ``gather=True`` every
-  rank gets the whole batch's rewards, concatenated in rank order (ranks may hold different
-  counts); with ``gather=False`` each rank gets its own.
+- ``inputs="local"`` (default): each rank passes *its own* samples and, by default
+  (``gather=False``), gets back the rewards of exactly those samples, position for position.
+  That is what DeepSpeed-Chat-style loops index: ``reward_score[i]`` belongs to the rank's
+  local sample ``i``. The other mode is named ``gather=True``: every rank gets the whole
+  batch's rewards concatenated in rank order (ranks may hold different counts), for loops
+  that normalise over the global batch themselves. (The old default was ``gather=True``:
+  under per-local-sample indexing every rank after rank 0 trained on rank 0's rewards.)
 - ``inputs="replicated"``: every rank passes *the same full batch*; each scores one contiguous
-  shard and, with ``gather=True``, the shards are gathered so every rank sees the full batch
-  (``gather=False``: each rank gets its shard's values only).
+  shard and, by default (``gather=True``), the shards are gathered so every rank sees the
+  full batch (``gather=False``: each rank gets its shard's values only).
 
 Gathering runs on the process group's device (CUDA for NCCL, CPU for gloo); the result is
 moved to ``device``. Every rank must call the function the same number of times (it is a
@@ -57,6 +61,7 @@ class DeepSpeedReward:
         inputs: ``"local"`` (each rank its own samples) or ``"replicated"`` (same batch
             everywhere, sharded for scoring).
         gather: Return the whole batch on every rank (True) or this rank's part (False).
+            Default (``None``): False for ``inputs="local"``, True for ``"replicated"``.
         fill: The reward value at invalid positions (NaN unless told).
         device: Where the tensors go (default: the current CUDA device when the process
             group uses NCCL, else CPU). Overridable per call.
@@ -72,7 +77,7 @@ class DeepSpeedReward:
         spec: Mapping[str, Any] | None = None,
         checks: list[dict[str, Any]] | None = None,
         inputs: Literal["local", "replicated"] = "local",
-        gather: bool = True,
+        gather: bool | None = None,
         fill: float = math.nan,
         device: Any = None,
         settings: EngineSettings | None = None,
@@ -84,7 +89,7 @@ class DeepSpeedReward:
             raise ValueError(f"inputs must be 'local' or 'replicated', got {inputs!r}")
         self.defaults = TaskDefaults(verifier=verifier, spec=spec, checks=checks)
         self.inputs = inputs
-        self.gather = gather
+        self.gather = (inputs == "replicated") if gather is None else gather
         self.fill = fill
         self.device = device
         self._owns_scorer = scorer is None

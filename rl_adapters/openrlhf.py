@@ -1,44 +1,62 @@
 """OpenRLHF: the file-mode ``reward_func`` and the HTTP reward protocol.
 
-File mode: OpenRLHF's ``--remote_rm_url /path/to/file.py`` loads ``reward_func`` from that
-file (``spec_from_file_location``) and calls ``reward_func(queries, prompts, labels)`` where
-``queries`` are the decoded prompt+response sequences and ``labels`` the ``--label_key``
-column. It expects ``{"rewards": Tensor, "scores": Tensor, "extra_logs": {name: Tensor}}``.
-Point it at this module's file (absolute imports, so it loads stand-alone), configured by
-environment variables::
+Tested against OpenRLHF 0.11.2 (docs/adapters.md has the matrix).
 
-    VERIFIERS_VERIFIER=answer.numeric \\
-    python -m openrlhf.cli.train_ppo_ray ... \\
-        --remote_rm_url $(python -c 'import verifiers.rl_adapters.openrlhf as m; print(m.__file__)') \\
-        --label_key answer
+File mode: ``--reward.remote_url /path/to/file.py`` (OpenRLHF < 0.11: ``--remote_rm_url``)
+makes OpenRLHF load ``reward_func`` from that file (``spec_from_file_location``) and call
+``reward_func(queries, prompts, labels)`` for **one rollout at a time** (through
+``asyncio.to_thread``), where ``queries`` are the decoded prompt+response sequences and
+``labels`` the ``--data.label_key`` column (OpenRLHF < 0.11: ``--label_key``). It expects
+``{"rewards": Tensor, "scores": Tensor, "extra_logs": {name: Tensor}}``. Point it at this
+module's file (absolute imports, so it loads stand-alone), configured by environment
+variables::
+
+    VERIFIERS_VERIFIER=answer.numeric VERIFIERS_GROUP_SIZE=8 VERIFIERS_COMPONENTS=tests_passed \
+    python -m openrlhf.cli.train_ppo_ray ... --rollout.n_samples_per_prompt 8 \
+        --reward.remote_url $(python -c 'import verifiers.rl_adapters.openrlhf as m; print(m.__file__)') \
+        --data.label_key answer
 
 or write a two-line file of your own: ``from verifiers.rl_adapters.openrlhf import
-make_reward_func; reward_func = make_reward_func(verifier="code.tests")``.
+make_reward_func; reward_func = make_reward_func(verifier="code.tests", group_size=8)``.
 
-HTTP mode: ``verifiers serve`` answers OpenRLHF's ``POST {"query", "prompts", "labels"}`` at
-``/get_reward`` with ``{"rewards", "scores", "extra_logs"}`` (lists); pass
-``--remote_rm_url http://host:8000/get_reward`` (several URLs shard the batch).
+HTTP mode: ``verifiers serve --group-size 8`` answers OpenRLHF's ``POST {"query", "prompts",
+"labels"}`` at ``/get_reward`` with ``{"rewards", "scores", "extra_logs"}`` (lists); pass
+``--reward.remote_url http://host:8000/get_reward``. OpenRLHF sends one rollout per request
+(several URLs are used in turn, one request each).
 
 Labels: a task (dict, or JSON string of one with ``verifier``/``checks``), else the reference
-for the default verifier. The response is the query with the prompt prefix and trailing
-special tokens (``eos_tokens``) removed.
+for the default verifier. A plain label with no default verifier is a ``bad_input`` row, and a
+warning names the fix (``VERIFIERS_VERIFIER``). The response is the query with the prompt
+prefix and trailing special tokens (``eos_tokens``) removed.
 
-Unscorable samples: OpenRLHF has no per-sample abstain. ``rewards``/``scores`` carry
-``invalid_score`` there (NaN unless told: with dynamic filtering on, a NaN score drops the
-group, and otherwise the non-finite loss makes the failure visible instead of a silent 0) and
-``extra_logs["verifiers_valid"]`` is 0. In JSON, NaN is written as the bare ``NaN`` token that
+Unscorable samples (the verifier abstained: ``error``/``skipped``) get **zero advantage**:
+their ``rewards``/``scores`` are the mean of their group's judged members (group = the
+rollouts of one prompt, ``group_size`` members = ``--rollout.n_samples_per_prompt``; the same
+prompt text twice in one batch makes consecutive groups of ``group_size``), which leaves the
+group baseline of ``rloo``/``reinforce_baseline``/``dr_grpo``/``group_norm`` unchanged and
+makes their own advantage 0 (:mod:`verifiers.rl_adapters._groups`). Since OpenRLHF sends one
+rollout per request, an unjudged one waits (``group_wait_s``, default 60) for its group-mates
+to be scored; judged ones never wait. Without ``group_size`` only the rollouts of one request
+form a group, and an unjudged rollout with no judged peer there gets ``invalid_score`` (NaN
+unless told, which voids the step: set ``group_size``). ``extra_logs`` has the fixed key set
+of :mod:`verifiers.rl_adapters._extra` (``verifiers_valid``, ``verifiers_error_<kind>``, ...
+and the configured ``components``), identical for every rollout, so OpenRLHF's experience
+batching never sees a missing key. In JSON, NaN is written as the bare ``NaN`` token that
 Python's ``json`` (used by OpenRLHF's aiohttp client) reads.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from verifiers.rl_adapters._extra import extra_keys, extra_values, parse_components
+from verifiers.rl_adapters._groups import GroupBaseline
 from verifiers.rl_adapters._rows import (
     MISSING,
     TaskDefaults,
@@ -60,6 +78,8 @@ __all__ = [
     "make_reward_func",
     "reward_func",
 ]
+
+log = logging.getLogger("verifiers.openrlhf")
 
 DEFAULT_EOS_TOKENS: tuple[str, ...] = (
     "<|im_end|>",
@@ -93,7 +113,8 @@ class OpenRLHFResponse(BaseModel):
     scores: list[float]
     """Same as ``rewards``; OpenRLHF's dynamic filtering reads it."""
     extra_logs: dict[str, list[float]]
-    """``verifiers_valid`` (1/0), ``verifiers_pass`` (1/0) and each component."""
+    """The fixed key set: ``verifiers_valid``, ``verifiers_pass``, ``verifiers_skipped``,
+    ``verifiers_error_<kind>`` (1/0 each) and each configured component."""
 
 
 # OpenRLHF loads this file under another module name (not in sys.modules), where pydantic
@@ -149,9 +170,16 @@ class OpenRLHFScoring:
     Args:
         verifier: Default verifier for labels that are plain references.
         spec: Its settings.
-        invalid_score: Reward/score for samples the verifier could not judge (NaN unless told).
+        invalid_score: Value for an unjudged rollout that has no group to take a mean from
+            (NaN unless told; see the module docstring).
         eos_tokens: Trailing special tokens removed from each response.
-        components: Fixed component names for ``extra_logs`` (default: those seen).
+        components: Component names logged in ``extra_logs`` (a fixed set; default none).
+        group_size: Rollouts per prompt (``--rollout.n_samples_per_prompt``): unjudged
+            rollouts wait for their group across requests and take its judged mean.
+        group_wait_s: Longest wait for a group to fill.
+
+    Raises:
+        ValueError: bad component names, ``group_size`` < 1 or ``group_wait_s`` < 0.
     """
 
     def __init__(
@@ -162,11 +190,16 @@ class OpenRLHFScoring:
         invalid_score: float = math.nan,
         eos_tokens: Sequence[str] = DEFAULT_EOS_TOKENS,
         components: Sequence[str] | None = None,
+        group_size: int | None = None,
+        group_wait_s: float = 60.0,
     ) -> None:
         self.defaults = TaskDefaults(verifier=verifier, spec=spec)
         self.invalid_score = invalid_score
         self.eos_tokens = tuple(eos_tokens)
-        self.components = list(components) if components is not None else None
+        self.components = tuple(components or ())
+        self.keys = extra_keys(self.components)
+        self.groups = GroupBaseline(group_size, wait_s=group_wait_s) if group_size else None
+        self._warned_no_verifier = False
 
     def items(self, request: OpenRLHFRequest) -> list[dict[str, Any] | Result]:
         """Trajectories (or ``bad_input`` results) for a request.
@@ -185,6 +218,13 @@ class OpenRLHFScoring:
             task, reference = (
                 _label_task(request.labels[i]) if request.labels is not None else (MISSING, MISSING)
             )
+            if task is MISSING and self.defaults.verifier is None and not self._warned_no_verifier:
+                self._warned_no_verifier = True
+                log.warning(
+                    "verifiers: a label is a plain reference but no default verifier is set, "
+                    "so those rollouts cannot be judged; set VERIFIERS_VERIFIER (file mode) or "
+                    "--verifier (verifiers serve), or make the labels task JSON"
+                )
             out.append(
                 make_item(
                     completion=response_text(query, prompt, self.eos_tokens),
@@ -196,28 +236,49 @@ class OpenRLHFScoring:
             )
         return out
 
-    def response(self, results: Sequence[Result]) -> OpenRLHFResponse:
-        """The protocol response for ``results``."""
-        rewards: list[float] = []
-        logs: dict[str, list[float]] = {"verifiers_valid": [], "verifiers_pass": []}
-        names = self.components
-        if names is None:
-            names = sorted(
-                {k for r in results if result_reward(r) is not None for k in r.components}
-            )
-        for name in names:
-            logs[name] = []
+    @staticmethod
+    def group_keys(request: OpenRLHFRequest) -> list[Hashable]:
+        """A rollout's group: the rollouts of the same prompt (OpenRLHF samples n per prompt).
+
+        The prompt alone, not prompt and label: a rollout whose label could not be read is
+        still one of its prompt's n samples. Without prompts, the query is the key.
+        """
+        if request.prompts is None:
+            return list(request.query)
+        return list(request.prompts)
+
+    async def values(self, request: OpenRLHFRequest, results: Sequence[Result]) -> list[float]:
+        """What ``rewards``/``scores`` carry: the reward, or the group's judged mean."""
+        rewards = [result_reward(r) for r in results]
+        keys = self.group_keys(request)
+        if self.groups is not None:
+            return await self.groups.settle(keys, rewards)
+        judged: dict[Hashable, list[float]] = {}
+        for key, reward in zip(keys, rewards, strict=True):
+            if reward is not None:
+                judged.setdefault(key, []).append(reward)
+        out: list[float] = []
+        for key, reward in zip(keys, rewards, strict=True):
+            if reward is not None:
+                out.append(float(reward))
+            elif key in judged:
+                out.append(sum(judged[key]) / len(judged[key]))
+            else:
+                out.append(self.invalid_score)
+        return out
+
+    def response(self, results: Sequence[Result], values: Sequence[float]) -> OpenRLHFResponse:
+        """The protocol response for ``results`` with the trainer values from :meth:`values`."""
+        logs: dict[str, list[float]] = {key: [] for key in self.keys}
         for r in results:
-            value = result_reward(r)
-            rewards.append(self.invalid_score if value is None else float(value))
-            logs["verifiers_valid"].append(0.0 if value is None else 1.0)
-            logs["verifiers_pass"].append(1.0 if r.status == "pass" else 0.0)
-            for name in names:
-                comp = r.components.get(name)
-                logs[name].append(
-                    self.invalid_score if value is None or comp is None else float(comp)
-                )
+            for key, value in extra_values(r, self.components).items():
+                logs[key].append(value)
+        rewards = [float(v) for v in values]
         return OpenRLHFResponse(rewards=rewards, scores=list(rewards), extra_logs=logs)
+
+    async def score(self, request: OpenRLHFRequest, results: Sequence[Result]) -> OpenRLHFResponse:
+        """:meth:`values` then :meth:`response`."""
+        return self.response(results, await self.values(request, results))
 
 
 def make_reward_func(
@@ -227,14 +288,17 @@ def make_reward_func(
     invalid_score: float = math.nan,
     eos_tokens: Sequence[str] = DEFAULT_EOS_TOKENS,
     components: Sequence[str] | None = None,
+    group_size: int | None = None,
+    group_wait_s: float = 60.0,
     settings: EngineSettings | None = None,
     machine_concurrency: MachineConcurrency = "auto",
     machine_key: str = "default",
 ) -> Callable[..., dict[str, Any]]:
     """A ``reward_func(queries, prompts, labels, **kwargs)`` for OpenRLHF's file mode.
 
-    The returned function is thread-safe (OpenRLHF calls it through ``asyncio.to_thread``)
-    and scores through one long-lived engine.
+    The returned function is thread-safe (OpenRLHF calls it through ``asyncio.to_thread``,
+    one rollout per call) and scores through one long-lived engine; the group rendezvous runs
+    on that engine's loop, so only an unjudged rollout's thread waits for its group.
     """
     scoring = OpenRLHFScoring(
         verifier=verifier,
@@ -242,8 +306,15 @@ def make_reward_func(
         invalid_score=invalid_score,
         eos_tokens=eos_tokens,
         components=components,
+        group_size=group_size,
+        group_wait_s=group_wait_s,
     )
     scorer = Scorer(settings, machine_concurrency=machine_concurrency, machine_key=machine_key)
+
+    async def run(
+        request: OpenRLHFRequest, items: list[dict[str, Any] | Result]
+    ) -> OpenRLHFResponse:
+        return await scoring.score(request, await scorer._score(items))
 
     def reward_func(
         queries: list[str], prompts: list[str], labels: list[Any] | None = None, **kwargs: Any
@@ -251,7 +322,7 @@ def make_reward_func(
         import torch
 
         request = OpenRLHFRequest(query=list(queries), prompts=list(prompts), labels=labels)
-        response = scoring.response(scorer.score(scoring.items(request)))
+        response = scorer._submit(run(request, scoring.items(request))).result()
         rewards = torch.tensor(response.rewards, dtype=torch.float32)
         return {
             "rewards": rewards,
@@ -262,10 +333,52 @@ def make_reward_func(
         }
 
     reward_func.scorer = scorer  # type: ignore[attr-defined]
+    reward_func.scoring = scoring  # type: ignore[attr-defined]
     return reward_func
 
 
 _env_func: Callable[..., dict[str, Any]] | None = None
+
+ENV_SETTINGS = (
+    "VERIFIERS_VERIFIER",
+    "VERIFIERS_SPEC",
+    "VERIFIERS_COMPONENTS",
+    "VERIFIERS_GROUP_SIZE",
+    "VERIFIERS_GROUP_WAIT_S",
+    "VERIFIERS_INVALID_SCORE",
+)
+"""The environment variables file mode reads (plus the engine's ``VERIFIERS_*``)."""
+
+
+def _env_number(name: str, kind: type[int] | type[float], default: Any) -> Any:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+
+
+def env_reward_func() -> Callable[..., dict[str, Any]]:
+    """The file-mode function configured from the environment (see :func:`reward_func`).
+
+    Raises:
+        ValueError: a malformed variable, naming it.
+    """
+    spec_text = os.environ.get("VERIFIERS_SPEC")
+    try:
+        spec = json.loads(spec_text) if spec_text else None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"VERIFIERS_SPEC is not JSON: {exc.msg} at char {exc.pos}") from None
+    return make_reward_func(
+        verifier=os.environ.get("VERIFIERS_VERIFIER") or None,
+        spec=spec,
+        components=parse_components(os.environ.get("VERIFIERS_COMPONENTS"), "VERIFIERS_COMPONENTS"),
+        group_size=_env_number("VERIFIERS_GROUP_SIZE", int, None),
+        group_wait_s=_env_number("VERIFIERS_GROUP_WAIT_S", float, 60.0),
+        invalid_score=_env_number("VERIFIERS_INVALID_SCORE", float, math.nan),
+    )
 
 
 def reward_func(
@@ -274,14 +387,12 @@ def reward_func(
     """File-mode entry point configured from the environment.
 
     ``VERIFIERS_VERIFIER`` (default verifier), ``VERIFIERS_SPEC`` (its spec, JSON),
-    ``VERIFIERS_INVALID_SCORE`` (default NaN), plus the engine's ``VERIFIERS_*`` settings.
+    ``VERIFIERS_COMPONENTS`` (comma-separated component names for ``extra_logs``),
+    ``VERIFIERS_GROUP_SIZE`` (``--rollout.n_samples_per_prompt``: zero-advantage abstains),
+    ``VERIFIERS_GROUP_WAIT_S`` (default 60), ``VERIFIERS_INVALID_SCORE`` (default NaN), plus the
+    engine's ``VERIFIERS_*`` settings.
     """
     global _env_func
     if _env_func is None:
-        spec_text = os.environ.get("VERIFIERS_SPEC")
-        _env_func = make_reward_func(
-            verifier=os.environ.get("VERIFIERS_VERIFIER") or None,
-            spec=json.loads(spec_text) if spec_text else None,
-            invalid_score=float(os.environ.get("VERIFIERS_INVALID_SCORE", "nan")),
-        )
+        _env_func = env_reward_func()
     return _env_func(queries, prompts, labels, **kwargs)

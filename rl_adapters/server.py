@@ -23,13 +23,18 @@ in-flight requests finish (up to ``--graceful-timeout-s``), then the engine clos
 processes and sandboxes.
 
 One engine serves all requests, so ``--concurrency`` bounds items in verification across
-concurrent requests; scale out with more instances behind a load balancer (OpenRLHF shards
-a batch over several ``--remote_rm_url`` values itself).
+concurrent requests; scale out with more instances behind a load balancer. OpenRLHF sends
+one rollout per request; with ``--group-size`` an unjudged rollout waits for its prompt's
+group on this server, so route a prompt's rollouts to one server.
+
+Metric labels are bounded: the ``verifier`` label is a registered verifier name or ``other``
+(clients choose the names they send), and errors are counted by ``kind``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import math
@@ -46,6 +51,7 @@ from verifiers.engine import Engine, EngineSettings
 from verifiers.errors import MissingDependency
 from verifiers.types import Result
 
+from ._extra import parse_components
 from ._machine_limit import MachineSlots
 from ._scorer import resolve_machine_slots, score_with_slots
 from .openrlhf import DEFAULT_EOS_TOKENS, OpenRLHFRequest, OpenRLHFResponse, OpenRLHFScoring
@@ -86,7 +92,13 @@ class ServerSettings(BaseModel):
     spec: dict[str, Any] | None = None
     """Its settings."""
     invalid_score: float = math.nan
-    """OpenRLHF reward for samples that could not be judged."""
+    """OpenRLHF value for an unjudged sample with no group to take a mean from."""
+    components: list[str] = Field(default_factory=list)
+    """Component names in OpenRLHF ``extra_logs`` (a fixed key set for every rollout)."""
+    group_size: int | None = Field(default=None, ge=1)
+    """OpenRLHF rollouts per prompt: unjudged rollouts take their group's judged mean."""
+    group_wait_s: float = Field(default=60.0, ge=0)
+    """Longest wait of an unjudged rollout for its group."""
     base_dir: str | None = None
     """Where relative artifact paths in ``/v1/score`` resolve (default: the working dir)."""
     machine_concurrency: int | None = None
@@ -249,6 +261,12 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         registry=registry,
         buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120),
     )
+    errors_total = Counter(
+        "verifiers_errors",
+        "Unjudged results by error kind and verifier",
+        ["kind", "verifier"],
+        registry=registry,
+    )
     in_flight = Gauge("verifiers_items_in_flight", "Items being scored", registry=registry)
     slots_held = Gauge(
         "verifiers_machine_slots_held",
@@ -265,6 +283,13 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         registry=registry,
     )
 
+    runtime_workers = Gauge(
+        "verifiers_sandbox_runtime_workers",
+        "Sandbox workers and waiting sessions per runtime (busy, idle, starting, waiting)",
+        ["runtime", "state"],
+        registry=registry,
+    )
+
     class NanJSONResponse(JSONResponse):
         """JSON that may carry NaN (Python's json reads it; OpenRLHF's client is Python)."""
 
@@ -277,6 +302,9 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         spec=cfg.spec,
         invalid_score=cfg.invalid_score,
         eos_tokens=DEFAULT_EOS_TOKENS,
+        components=cfg.components,
+        group_size=cfg.group_size,
+        group_wait_s=cfg.group_wait_s,
     )
 
     @asynccontextmanager
@@ -325,9 +353,11 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         # batch into an HTTP 500: every result leaves through Result.json_safe.
         results = [r.json_safe() for r in results]
         for r in results:
-            label = r.verifier.split("@", 1)[0] or "none"
+            label = metric_label(r.verifier)
             results_total.labels(r.status, label).inc()
             item_seconds.labels(label).observe(r.duration_s)
+            if r.error is not None:
+                errors_total.labels(r.error.kind, label).inc()
         return results
 
     @app.post("/v1/score", response_model=ScoreResponse, summary="Score trajectories")
@@ -340,7 +370,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             items = scoring.items(body)
         except ValueError as exc:
             raise HTTPException(status_code=400, detail=str(exc)) from None
-        response = scoring.response(await run(items))
+        response = await scoring.score(body, await run(items))
         return NanJSONResponse(response.model_dump())
 
     for path in ("/get_reward", "/v1/openrlhf"):
@@ -369,15 +399,41 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     async def metrics() -> Any:
         slots: MachineSlots | None = state["slots"]
         slots_held.set(slots.held if slots is not None else 0)
-        occupancy = sandbox_occupancy(state["engine"])
+        by_runtime = sandbox_occupancy_by_runtime(state["engine"])
+        totals = {"busy": 0, "idle": 0, "starting": 0}
+        for runtime, counts in by_runtime.items():
+            for key, value in counts.items():
+                runtime_workers.labels(runtime, key).set(value)
+                if key in totals:
+                    totals[key] += value
         for key in ("busy", "idle", "starting"):
-            sandbox_workers.labels(key).set(occupancy.get(key, 0))
+            sandbox_workers.labels(key).set(totals[key])
         return PlainTextResponse(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     app.add_middleware(RequestMetrics, requests=requests_total, seconds=request_seconds)
     app.state.verifiers = state
     return app
+
+
+def metric_label(verifier: str) -> str:
+    """The ``verifier`` label of a result: a registered name, else ``other`` (or ``none``).
+
+    Labels come from what clients send; unbounded label values grow the server's memory and
+    every scrape without limit (20k names took a server from 65 to 183 MB). Only names in
+    the registry (built-ins and installed plugins) become label values.
+    """
+    name = verifier.split("@", 1)[0]
+    if not name:
+        return "none"
+    return name if name in _registered_names() else "other"
+
+
+@functools.cache
+def _registered_names() -> frozenset[str]:
+    from verifiers.registry import installed_verifiers
+
+    return frozenset(installed_verifiers())
 
 
 def sandbox_occupancy(engine: Engine | None) -> dict[str, int]:
@@ -387,14 +443,33 @@ def sandbox_occupancy(engine: Engine | None) -> dict[str, int]:
     another shape) reports zeros rather than failing the scrape.
     """
     out = {"busy": 0, "idle": 0, "starting": 0}
+    for counts in sandbox_occupancy_by_runtime(engine).values():
+        for key in out:
+            out[key] += counts[key]
+    return out
+
+
+def sandbox_occupancy_by_runtime(engine: Engine | None) -> dict[str, dict[str, int]]:
+    """Per runtime (the pool key's image): busy, idle, starting and waiting sessions.
+
+    ``waiting`` counts sessions queued for a worker of that runtime (the pool is full). The
+    label values are the runtimes the engine started, a set fixed by the image definitions.
+    """
+    out: dict[str, dict[str, int]] = {}
     provider = getattr(getattr(engine, "_sandboxes", None), "_provider", None)
     slots = getattr(getattr(provider, "_pool", None), "_slots", None)
     if not isinstance(slots, dict):
         return out
-    for slot in slots.values():
-        out["busy"] += len(getattr(slot, "busy", ()))
-        out["idle"] += len(getattr(slot, "idle", ()))
-        out["starting"] += len(getattr(slot, "starting", ())) + int(getattr(slot, "launching", 0))
+    for key, slot in slots.items():
+        runtime = str(key[0] if isinstance(key, tuple) and key else key)
+        counts = out.setdefault(runtime, {"busy": 0, "idle": 0, "starting": 0, "waiting": 0})
+        counts["busy"] += len(getattr(slot, "busy", ()))
+        counts["idle"] += len(getattr(slot, "idle", ()))
+        counts["starting"] += len(getattr(slot, "starting", ())) + int(
+            getattr(slot, "launching", 0)
+        )
+        waiters = getattr(getattr(slot, "semaphore", None), "_waiters", None)
+        counts["waiting"] += len(waiters) if waiters else 0
     return out
 
 
@@ -433,6 +508,21 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=math.nan,
         help="OpenRLHF reward for unjudgeable samples (default NaN)",
+    )
+    p.add_argument(
+        "--components",
+        help="comma-separated component names logged in OpenRLHF extra_logs (fixed key set)",
+    )
+    p.add_argument(
+        "--group-size",
+        type=int,
+        help="OpenRLHF --rollout.n_samples_per_prompt: unjudged rollouts get zero advantage",
+    )
+    p.add_argument(
+        "--group-wait-s",
+        type=float,
+        default=60.0,
+        help="longest wait of an unjudged rollout for its group (default 60)",
     )
     p.add_argument("--max-body-mb", type=float, default=32.0, help="request body limit (MiB)")
     p.add_argument("--max-items", type=int, default=8192, help="items per request limit")
@@ -473,6 +563,9 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         verifier=args.verifier,
         spec=json.loads(args.spec) if args.spec else None,
         invalid_score=args.invalid_score,
+        components=list(parse_components(args.components, "--components")),
+        group_size=args.group_size,
+        group_wait_s=args.group_wait_s,
         base_dir=args.base_dir,
         machine_concurrency=args.machine_concurrency,
     )

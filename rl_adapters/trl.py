@@ -37,6 +37,7 @@ per machine, across ranks.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -136,6 +137,8 @@ class TRLRewards:
         self.reference_column = reference_column
         self.id_column = id_column
         self._owns_scorer = scorer is None
+        self._machine_concurrency: MachineConcurrency = machine_concurrency
+        self._machine_key = machine_key
         self.scorer = scorer or Scorer(
             settings,
             base_dir=base_dir,
@@ -168,31 +171,71 @@ class TRLRewards:
     # -- building the functions ---------------------------------------------------------
 
     def _make(self, func_name: str, component: str | None) -> Callable[..., Any]:
-        owner = self
-        if self.asynchronous:
+        cls = AsyncRewardFunction if self.asynchronous else RewardFunction
+        return cls(self, func_name, component)
 
-            async def areward(
-                prompts: list[Any] | None = None,
-                completions: list[Any] | None = None,
-                **kwargs: Any,
-            ) -> RewardList:
-                batch = owner._batch_for(prompts, completions or [], kwargs)
-                results = await asyncio.wrap_future(batch.future)
-                return owner._finish(batch, results, component, kwargs)
+    def guard(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """Wrap another reward function so it returns ``None`` where the verifier abstains.
 
-            areward.__name__ = areward.__qualname__ = func_name
-            return areward
+        TRL sums the reward functions of a row with ``nansum``: a ``None`` from the verifier
+        next to a number from any other function (a format reward, a length penalty) makes
+        the row count as scored, the verifier's share as 0, and a correct solution that hit an
+        infra error is trained on like a wrong one. TRL gives zero advantage to a row only
+        when *every* function returns ``None``; wrapping the others with ``guard`` makes them
+        abstain on exactly the rows where the verifier does. The wrapper shares the batch's
+        one scoring pass, keeps ``func``'s name (so TRL's logs do not change), is ``async``
+        when ``func`` is, and pickles when ``func`` does (TRL's AsyncGRPO).
+        """
+        is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+            type(func).__call__
+        )
+        cls = AsyncGuardedReward if is_async else GuardedReward
+        return cls(self, func)
 
-        def reward(
-            prompts: list[Any] | None = None,
-            completions: list[Any] | None = None,
-            **kwargs: Any,
-        ) -> RewardList:
-            batch = owner._batch_for(prompts, completions or [], kwargs)
-            return owner._finish(batch, batch.future.result(), component, kwargs)
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled for TRL's AsyncGRPO (its rollout worker is a spawned process): the
+        # configuration travels, the engine does not; the child builds its own on first use.
+        return {
+            "defaults": self.defaults,
+            "components": self.components,
+            "name": self.name,
+            "asynchronous": self.asynchronous,
+            "reference_column": self.reference_column,
+            "id_column": self.id_column,
+            "settings": self.scorer.settings,
+            "base_dir": self.scorer.base_dir,
+            "machine_concurrency": self._machine_concurrency,
+            "machine_key": self._machine_key,
+        }
 
-        reward.__name__ = reward.__qualname__ = func_name
-        return reward
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.defaults = state["defaults"]
+        self.components = list(state["components"])
+        self.name = state["name"]
+        self.asynchronous = state["asynchronous"]
+        self.reference_column = state["reference_column"]
+        self.id_column = state["id_column"]
+        self._machine_concurrency = state["machine_concurrency"]
+        self._machine_key = state["machine_key"]
+        self._owns_scorer = True
+        self.scorer = Scorer(
+            state["settings"],
+            base_dir=state["base_dir"],
+            machine_concurrency=self._machine_concurrency,
+            machine_key=self._machine_key,
+        )
+        self._lock = threading.Lock()
+        self._batch = None
+        self.funcs = [self._make(self.name, None)] + [
+            self._make(f"{self.name}/{c}", c) for c in self.components
+        ]
+        self.weights = [1.0] + [0.0] * len(self.components)
+
+    def _abstained(self, batch: _Batch, results: list[Result], values: Any) -> RewardList:
+        out: RewardList = []
+        for result, value in zip(results, list(values), strict=True):
+            out.append(None if result_reward(result) is None or value is None else float(value))
+        return out
 
     # -- one pass per batch --------------------------------------------------------------
 
@@ -295,3 +338,57 @@ class TRLRewards:
                     for r in results
                 ],
             )
+
+
+class RewardFunction:
+    """One reward function of a :class:`TRLRewards` (sync). Picklable: it carries its owner."""
+
+    def __init__(self, owner: TRLRewards, name: str, component: str | None) -> None:
+        self.owner = owner
+        self.component = component
+        self.__name__ = name  # TRL's logs name a reward by it
+
+    def __call__(
+        self, prompts: list[Any] | None = None, completions: list[Any] | None = None, **kwargs: Any
+    ) -> RewardList:
+        batch = self.owner._batch_for(prompts, completions or [], kwargs)
+        return self.owner._finish(batch, batch.future.result(), self.component, kwargs)
+
+
+class AsyncRewardFunction(RewardFunction):
+    """One reward function of a :class:`TRLRewards`; TRL awaits it on its own loop."""
+
+    async def __call__(  # type: ignore[override]
+        self, prompts: list[Any] | None = None, completions: list[Any] | None = None, **kwargs: Any
+    ) -> RewardList:
+        batch = self.owner._batch_for(prompts, completions or [], kwargs)
+        results = await asyncio.wrap_future(batch.future)
+        return self.owner._finish(batch, results, self.component, kwargs)
+
+
+class GuardedReward:
+    """Another reward function, ``None`` where the verifier abstains (:meth:`TRLRewards.guard`)."""
+
+    def __init__(self, owner: TRLRewards, func: Callable[..., Any]) -> None:
+        self.owner = owner
+        self.func = func
+        self.__name__ = str(getattr(func, "__name__", type(func).__name__))
+
+    def __call__(
+        self, prompts: list[Any] | None = None, completions: list[Any] | None = None, **kwargs: Any
+    ) -> RewardList:
+        batch = self.owner._batch_for(prompts, completions or [], kwargs)
+        values = self.func(prompts=prompts, completions=completions, **kwargs)
+        return self.owner._abstained(batch, batch.future.result(), values)
+
+
+class AsyncGuardedReward(GuardedReward):
+    """:class:`GuardedReward` for an ``async`` reward function."""
+
+    async def __call__(  # type: ignore[override]
+        self, prompts: list[Any] | None = None, completions: list[Any] | None = None, **kwargs: Any
+    ) -> RewardList:
+        batch = self.owner._batch_for(prompts, completions or [], kwargs)
+        values = await self.func(prompts=prompts, completions=completions, **kwargs)
+        results = await asyncio.wrap_future(batch.future)
+        return self.owner._abstained(batch, results, values)

@@ -1,31 +1,38 @@
-"""veRL reward functions: ``compute_score`` for ``custom_reward_function``.
+"""veRL reward functions: ``compute_score`` for veRL's default reward managers.
 
-veRL loads a custom reward function with ``custom_reward_function.path`` (a file path or
-``pkg://module``) and ``custom_reward_function.name``, and merges
-``custom_reward_function.reward_kwargs`` into every call (those take precedence). Point it
-here::
+For zero-gradient abstains use the reward manager instead
+(:mod:`verifiers.rl_adapters.verl_manager`, loaded through veRL's ``source: importlib`` hook);
+these functions are for veRL's own managers (``naive``, ``dapo``), which call one sample at a
+time and cannot see a sample's group.
 
-    custom_reward_function.path=pkg://verifiers.rl_adapters.verl
-    custom_reward_function.name=compute_score          # or compute_score_async, compute_score_batch
-    +custom_reward_function.reward_kwargs.verifier=answer.numeric
+veRL 0.9 reads the custom reward function under ``reward.*`` (the top-level
+``custom_reward_function.*`` keys of older releases are ignored, and for gsm8k/MATH/aime
+data sources veRL then silently uses its own scorer)::
 
-(``path=$(python -c 'import verifiers.rl_adapters.verl as m; print(m.__file__)')`` works too:
-this module uses absolute imports so it can be loaded from its file.)
+    reward.custom_reward_function.path=pkg://verifiers.rl_adapters.verl
+    reward.custom_reward_function.name=compute_score        # or compute_score_async
+    +reward.custom_reward_function.reward_kwargs.verifier=answer.numeric
+    +reward.custom_reward_function.reward_kwargs.components=[tests_passed]
+
+veRL merges ``reward_kwargs`` into every call (they take precedence). ``pkg://`` imports the
+module by name; a file path works too (absolute imports), and then the functions handed out
+are the importable module's, so they pickle into the ``remote`` manager's Ray workers.
+``compute_score_batch`` has no manager in veRL 0.9 (``reward_manager=batch`` is gone); it is
+kept for callers of its own.
 
 What is judged: the task comes from ``extra_info["task"]`` (dict or JSON string), else from a
 ``ground_truth`` that is itself a task dict, else from the ``verifier``/``spec`` reward kwargs
 (or ``verifiers_by_source``, a ``data_source -> verifier`` map) with ``ground_truth`` as the
 reference.
 
-The return value is a dict, as veRL expects: ``score`` (the reward veRL optimises),
-``valid`` (1.0, or 0.0 when the verifier could not judge or abstained) and one key per
-component. veRL has no per-sample abstain, so an unscorable sample gets
-``score = invalid_score``: NaN unless told. A NaN reward makes veRL skip that update (its
-actors drop steps with a non-finite grad norm), which is loud and safe; set
-``reward_kwargs.invalid_score=0.0`` only if you filter on ``valid`` yourself. veRL stacks every
-key of the dict across samples, so every sample returns the same keys: pass
-``reward_kwargs.components=[...]`` to fix the component set (missing ones are
-``invalid_score``); otherwise each sample reports its own result's components.
+The return value is a dict with ``score`` (what veRL optimises) and a **fixed key set**
+(:mod:`verifiers.rl_adapters._extra`): ``verifiers_valid``, ``verifiers_pass``,
+``verifiers_skipped``, ``verifiers_error_<kind>`` and one key per name in
+``reward_kwargs.components``. veRL stacks the dicts by the keys of sample 0, so every sample,
+errored or not, returns the same keys. An unjudged sample gets ``score = invalid_score``
+(NaN unless told): under these managers there is no value that gives it zero advantage, and
+NaN makes the step fail loudly (veRL skips an update with a non-finite grad norm) rather than
+train on a fake 0.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from verifiers.rl_adapters._extra import extra_keys, extra_values, parse_components
 from verifiers.rl_adapters._rows import MISSING, TaskDefaults, make_item, result_reward
 from verifiers.rl_adapters._scorer import MachineConcurrency, Scorer
 
@@ -157,28 +165,29 @@ def _item(
 
 def score_dict(result: Result, kwargs: Mapping[str, Any]) -> dict[str, float]:
     """The dict veRL receives for one result (see the module docstring)."""
-    return _score_dict(
-        result, float(kwargs.get("invalid_score", math.nan)), kwargs.get("components")
-    )
+    return _score_dict(result, _invalid(kwargs), _components(kwargs))
+
+
+def _invalid(kwargs: Mapping[str, Any]) -> float:
+    return float(kwargs.get("invalid_score", math.nan))
+
+
+def _components(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    names = parse_components(kwargs.get("components"), "reward_kwargs.components")
+    extra_keys(names)  # validates the names
+    return names
 
 
 def _score_dicts(results: Sequence[Result], kwargs: Mapping[str, Any]) -> list[dict[str, float]]:
     """:func:`score_dict` for each result, reading ``kwargs`` once."""
-    invalid = float(kwargs.get("invalid_score", math.nan))
-    fixed: Sequence[str] | None = kwargs.get("components")
-    return [_score_dict(r, invalid, fixed) for r in results]
+    invalid, names = _invalid(kwargs), _components(kwargs)
+    return [_score_dict(r, invalid, names) for r in results]
 
 
-def _score_dict(result: Result, invalid: float, fixed: Sequence[str] | None) -> dict[str, float]:
+def _score_dict(result: Result, invalid: float, names: Sequence[str]) -> dict[str, float]:
     reward = result_reward(result)
-    out: dict[str, float] = {
-        "score": invalid if reward is None else float(reward),
-        "valid": 0.0 if reward is None else 1.0,
-    }
-    names = list(fixed) if fixed is not None else sorted(result.components)
-    for name in names:
-        value = result.components.get(name)
-        out[name] = invalid if (reward is None or value is None) else float(value)
+    out: dict[str, float] = {"score": invalid if reward is None else float(reward)}
+    out.update(extra_values(result, names))
     return out
 
 
@@ -201,7 +210,7 @@ def compute_score(
             (``concurrency``, ``timeout_s``, ``sandbox`` ...), ``machine_concurrency``.
 
     Returns:
-        ``{"score", "valid", **components}``.
+        ``{"score", **fixed_keys}``: the same keys for every sample (module docstring).
     """
     item = _item(data_source, solution_str, ground_truth, extra_info, kwargs)
     result = _scorer(kwargs).score([item])[0]
@@ -229,10 +238,26 @@ def compute_score_batch(
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """veRL's ``batch`` reward manager form: the whole batch in one engine pass."""
-    infos: Sequence[Mapping[str, Any] | None] = extra_infos or [None] * len(solution_strs)
+    # veRL passes numpy object arrays here, whose truth value is an error: test for None.
+    infos: Sequence[Mapping[str, Any] | None] = (
+        [None] * len(solution_strs) if extra_infos is None else list(extra_infos)
+    )
     rows = _Rows(kwargs)
     items = [
         rows.item(ds, sol, gt, info)
         for ds, sol, gt, info in zip(data_sources, solution_strs, ground_truths, infos, strict=True)
     ]
     return _score_dicts(_scorer(kwargs).score(items), kwargs)
+
+
+if __name__ != "verifiers.rl_adapters.verl":
+    # Loaded from this file under another module name (veRL's ``path=/file.py`` loader): hand
+    # out the functions of the importable module instead, so they pickle by reference into
+    # veRL's Ray workers (the ``remote`` manager) and share its engines.
+    import importlib as _importlib
+
+    _canonical = _importlib.import_module("verifiers.rl_adapters.verl")
+    compute_score = _canonical.compute_score
+    compute_score_async = _canonical.compute_score_async
+    compute_score_batch = _canonical.compute_score_batch
+    score_dict = _canonical.score_dict

@@ -34,7 +34,15 @@ CHILD = textwrap.dedent(
                 "valid": valid.tolist(), "device": str(rewards.device), "dtype": str(rewards.dtype)}
 
     out = {}
+    def local_call(fn):
+        if rank == 0:
+            return enc(fn(["p"] * 3, ["a 1", "b", "c 1"], references=["1", "1", "1"]))
+        return enc(fn(["p"] * 2, ["x 2", "y"], tasks=[
+            {"verifier": "rltest.contains", "reference": "2"}, "{broken json"]))
     with DeepSpeedReward(verifier="rltest.contains", settings=settings) as fn:
+        # the default for local inputs: each rank its own samples, position for position
+        out["default"] = local_call(fn)
+    with DeepSpeedReward(verifier="rltest.contains", settings=settings, gather=True) as fn:
         # local inputs, unequal counts per rank; one unscorable sample on rank 1
         if rank == 0:
             out["local"] = enc(fn(["p"] * 3, ["a 1", "b", "c 1"], references=["1", "1", "1"]))
@@ -78,22 +86,27 @@ def test_two_rank_gloo_gather(tmp_path: Path) -> None:
             "VERIFIERS_LOCK_DIR": str(tmp_path),
             "DS_ACCELERATOR": "cpu",
         }
+        # Files, not pipes: a rank blocked on a full pipe that nobody reads while the other
+        # rank is awaited would stall the collective both are in.
+        out_file = (tmp_path / f"rank{rank}.out").open("w")
+        err_file = (tmp_path / f"rank{rank}.err").open("w")
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-c", CHILD],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+                [sys.executable, "-c", CHILD], env=env, stdout=out_file, stderr=err_file
             )
         )
     outs: list[dict[str, Any]] = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=180)
+    for rank, proc in enumerate(procs):
+        proc.wait(timeout=300)
+        err = (tmp_path / f"rank{rank}.err").read_text()
         assert proc.returncode == 0, err[-3000:]
+        out = (tmp_path / f"rank{rank}.out").read_text()
         line = next(x for x in out.splitlines() if x.startswith("RESULT "))
         outs.append(json.loads(line[len("RESULT ") :]))
     nan = "nan"
+    assert outs[0]["default"]["rewards"] == [1.0, 0.0, 1.0]
+    assert outs[1]["default"]["rewards"] == [1.0, nan]  # rank 1's own, not rank 0's
+    assert outs[1]["default"]["valid"] == [True, False]
     for rank, out in enumerate(outs):
         assert out["local"]["rewards"] == [1.0, 0.0, 1.0, 1.0, nan]
         assert out["local"]["valid"] == [True, True, True, True, False]

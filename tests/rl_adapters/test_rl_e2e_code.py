@@ -61,10 +61,16 @@ def test_trl_rewards_with_code_tests() -> None:
 @pytest.mark.bwrap
 def test_verl_batch_with_code_tests() -> None:
     out = compute_score_batch(
-        ["code"] * 4, COMPLETIONS, [None] * 4, [{"task": TASK}] * 4, sandbox="local", timeout_s=60
+        ["code"] * 4,
+        COMPLETIONS,
+        [None] * 4,
+        [{"task": TASK}] * 4,
+        sandbox="local",
+        timeout_s=60,
+        components=["tests_passed"],
     )
     assert [o["score"] for o in out] == [1.0, 0.0, 0.0, 0.0]
-    assert all(o["valid"] == 1.0 for o in out)
+    assert all(o["verifiers_valid"] == 1.0 for o in out)
     assert out[0]["tests_passed"] == 1.0
 
 
@@ -84,3 +90,9 @@ def test_server_with_code_tests_and_sandbox_metrics() -> None:
     warm = [line for line in metrics.splitlines() if line.startswith("verifiers_sandbox_workers{")]
     assert len(warm) == 3
     assert sum(float(line.rsplit(" ", 1)[1]) for line in warm) >= 1  # the pool kept warm workers
+    runtime = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("verifiers_sandbox_runtime_workers{")
+    ]
+    assert any('runtime="python"' in line and 'state="waiting"' in line for line in runtime)

@@ -155,3 +155,63 @@ def test_server_joins_the_machine_budget(tmp_path: Path, monkeypatch: pytest.Mon
         assert [r["reward"] for r in results] == [float(i % 2) for i in range(8)]
         assert "verifiers_machine_slots 2.0" in client.get("/metrics").text
     assert max_overlap(str(log)) == 2
+
+
+@pytest.mark.rl
+@pytest.mark.slow
+def test_auto_limit_holds_across_ray_actors_on_one_node(tmp_path: Path) -> None:
+    """veRL reward workers and OpenRLHF actors are Ray actors: no LOCAL_WORLD_SIZE there.
+    Two real actors with the default ``machine_concurrency="auto"`` share one node budget."""
+    import ray
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    log = tmp_path / "ray.jsonl"
+    runtime_env = {
+        "env_vars": {
+            "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+            "VERIFIERS_LOCK_DIR": str(tmp_path),
+        }
+    }
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+    try:
+
+        @ray.remote(num_cpus=0)
+        class Worker:
+            def score(self, log_path: str) -> tuple[bool, list[str]]:
+                import rl_helpers  # noqa: F401
+                from verifiers.rl_adapters import Scorer
+
+                from verifiers import EngineSettings
+
+                task = {"verifier": "rltest.slow", "spec": {"sleep_s": 0.25, "log_path": log_path}}
+                settings = EngineSettings(concurrency=2, sandbox="none", workers=1)
+                with Scorer(settings, machine_key="ray-test") as scorer:
+                    limited = scorer.slots is not None
+                    results = scorer.score(
+                        [{"completion": "x" * i, "task": task} for i in range(6)]
+                    )
+                return limited, [r.status for r in results]
+
+        workers = [Worker.remote() for _ in range(2)]  # type: ignore[attr-defined]
+        outs = ray.get([w.score.remote(str(log)) for w in workers], timeout=240)
+    finally:
+        ray.shutdown()
+    assert all(limited for limited, _ in outs)
+    assert all(s != "error" for _, statuses in outs for s in statuses)
+    assert max_overlap(str(log)) <= 2  # per node, not 2 per actor
+
+
+def test_auto_turns_on_in_a_ray_worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from verifiers.rl_adapters._scorer import resolve_machine_slots
+
+    from verifiers import EngineSettings
+
+    for name in ("LOCAL_WORLD_SIZE", "LOCAL_SIZE", "VERIFIERS_MACHINE_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VERIFIERS_LOCK_DIR", str(tmp_path))
+    settings = EngineSettings(concurrency=3)
+    monkeypatch.delenv("RAY_RAYLET_PID", raising=False)
+    assert resolve_machine_slots("auto", settings, "k") is None
+    monkeypatch.setenv("RAY_RAYLET_PID", "4242")
+    slots = resolve_machine_slots("auto", settings, "k")
+    assert slots is not None and slots.slots == 3

@@ -89,10 +89,16 @@ def test_make_reward_func_with_invalid_score() -> None:
         components=["hit"],
         settings=EngineSettings(sandbox="none"),
     )
-    out = fn(["P x9", "P y"], ["P", "P"], ["9", None])
-    assert out["rewards"].tolist() == [1.0, -1.0]  # second: no reference -> skipped -> flagged
-    assert out["extra_logs"]["hit"].tolist() == [1.0, -1.0]
+    out = fn(["P x9", "Q y"], ["P", "Q"], ["9", None])
+    assert out["rewards"].tolist() == [1.0, -1.0]  # second: no reference, no judged peer
+    assert out["extra_logs"]["hit"].tolist() == [1.0, 0.0]  # log keys stay finite
     assert out["extra_logs"]["verifiers_valid"].tolist() == [1.0, 0.0]
+    assert out["extra_logs"]["verifiers_skipped"].tolist() == [0.0, 1.0]
+    # the same prompt's judged peers in the call: the unjudged one takes their mean
+    out = fn(["P x9", "P y", "P z"], ["P", "P", "P"], ["9", "y", None])
+    assert out["rewards"].tolist() == [1.0, 1.0, 1.0]
+    out = fn(["P x9", "P y", "P z"], ["P", "P", "P"], ["9", "q", None])
+    assert out["rewards"].tolist() == [1.0, 0.0, 0.5]
     fn.scorer.close()  # type: ignore[attr-defined]
 
 

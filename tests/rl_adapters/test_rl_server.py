@@ -34,6 +34,7 @@ def server() -> Iterator[_Server]:
         max_body_bytes=64 * 1024,
         max_items=50,
         verifier="answer.numeric",
+        components=["hit"],
     )
     with _Server(settings) as srv:
         yield srv
@@ -172,6 +173,29 @@ def test_openrlhf_protocol(server: _Server) -> None:
         # no labels at all: the default verifier has no reference -> flagged, not 0
         data = json.loads(client.post("/get_reward", json={"query": ["4"]}).text)
         assert data["extra_logs"]["verifiers_valid"] == [0.0]
+        # the same key set for an unjudged row as for a judged one (OpenRLHF batches by key)
+        assert set(data["extra_logs"]) == {
+            "verifiers_valid",
+            "verifiers_pass",
+            "verifiers_skipped",
+            "verifiers_error_bad_input",
+            "verifiers_error_infra",
+            "verifiers_error_timeout",
+            "verifiers_error_verifier",
+            "hit",
+        }
+        assert data["extra_logs"]["verifiers_error_bad_input"] == [1.0]
+
+
+def test_metric_labels_are_bounded_to_registered_verifiers(server: _Server) -> None:
+    names = [f"made.up{i}" for i in range(40)]
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        body = {"trajectories": [{"completion": "1", "task": {"verifier": n}} for n in names]}
+        assert client.post("/v1/score", json=body).status_code == 200
+        text = client.get("/metrics").text
+    assert "made.up" not in text
+    assert 'verifiers_results_total{status="error",verifier="other"}' in text
+    assert 'verifiers_errors_total{kind="bad_input",verifier="other"}' in text
 
 
 def test_metrics(server: _Server) -> None:
@@ -187,6 +211,7 @@ def test_metrics(server: _Server) -> None:
         text = client.get("/metrics").text
     assert 'verifiers_requests_total{code="200",endpoint="/v1/score"}' in text
     assert 'verifiers_results_total{status="pass",verifier="answer.numeric"}' in text
+    assert "verifiers_errors_total" in text
     assert "verifiers_request_seconds_bucket" in text and "verifiers_item_seconds_bucket" in text
     assert "verifiers_items_in_flight" in text
     assert 'verifiers_requests_total{code="413",endpoint="/v1/score"}' in text  # earlier tests

@@ -125,7 +125,9 @@ def test_async_functions_share_one_pass() -> None:
             )
         )
 
-    assert asyncio.iscoroutinefunction(rewards.funcs[0])
+    from trl.trainer.utils import is_async_callable  # how TRL decides to await a reward
+
+    assert all(is_async_callable(f) for f in rewards.funcs)
     assert asyncio.run(run()) == [[1.0, 0.0], [1.0, 0.0]]
     assert scorer.passes == 1
     assert logged["verifiers_status"] == ["pass", "fail"]
@@ -274,3 +276,114 @@ def test_real_grpo_trainer_run(tmp_path: Any, asynchronous: bool) -> None:
         else:
             assert r is not None and 0.0 <= r <= 1.0
     assert any(r["verifiers/status/error"] > 0 for r in history)
+
+
+def brevity(completions: list[Any], **kwargs: Any) -> list[float]:
+    """A second reward that every row gets: what made TRL count abstained rows as scored."""
+    return [1.0 / (1.0 + len(str(c))) for c in completions]
+
+
+def _spy_advantages(trainer: Any) -> list[tuple[list[str], list[float]]]:
+    """Record (task column, advantages) of every batch TRL scores, from TRL's own method."""
+    captured: list[tuple[list[str], list[float]]] = []
+    original = trainer._generate_and_score_completions
+
+    def spy(inputs: list[dict[str, Any]]) -> Any:
+        out = original(inputs)
+        captured.append(([x["task"] for x in inputs], out["advantages"].flatten().tolist()))
+        return out
+
+    trainer._generate_and_score_completions = spy
+    return captured
+
+
+@pytest.mark.rl
+@pytest.mark.parametrize(
+    ("trainer_name", "guarded"), [("grpo", True), ("rloo", True), ("grpo", False)]
+)
+def test_abstain_is_zero_advantage_beside_other_reward_functions(
+    tmp_path: Any, trainer_name: str, guarded: bool
+) -> None:
+    """Real GRPOTrainer/RLOOTrainer runs: with ``guard``, a row the verifier could not judge
+    gets advantage 0 even though another reward function scores it; unguarded (the trap),
+    TRL counts the row as scored and hands it a non-zero advantage."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    import torch
+    from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
+
+    from datasets import Dataset
+
+    torch.manual_seed(0)
+    model, tokenizer = _tiny_model_and_tokenizer()
+    good = json.dumps({"verifier": "rltest.contains", "reference": " "})
+    bad = json.dumps({"verifier": "no.such.verifier"})  # every generation of it errors
+    prompts = [f"What is {a} + {b}? The answer is" for a, b in [(1, 1), (2, 2), (1, 2), (0, 0)]]
+    dataset = Dataset.from_dict({"prompt": prompts, "task": [good, good, good, bad]})
+    rewards = TRLRewards(asynchronous=True, settings=EngineSettings(sandbox="none", workers=1))
+    other = rewards.guard(brevity) if guarded else brevity
+    common: dict[str, Any] = {
+        "output_dir": str(tmp_path),
+        "use_cpu": True,
+        "bf16": False,
+        "per_device_train_batch_size": 8,
+        "num_generations": 4,
+        "max_completion_length": 8,
+        "max_steps": 3,
+        "learning_rate": 1e-4,
+        "logging_steps": 1,
+        "report_to": "none",
+        "save_strategy": "no",
+        "dataloader_num_workers": 0,
+        "seed": 0,
+        "reward_weights": [1.0, 1.0],
+        "beta": 0.0,  # no reference model (a tiny model built from a config has no path)
+    }
+    config_cls, trainer_cls = (
+        (GRPOConfig, GRPOTrainer) if trainer_name == "grpo" else (RLOOConfig, RLOOTrainer)
+    )
+    trainer = trainer_cls(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=[rewards.funcs[0], other],
+        args=config_cls(**common),
+        train_dataset=dataset,
+    )
+    captured = _spy_advantages(trainer)
+    try:
+        trainer.train()
+    finally:
+        rewards.close()
+    rows = [(t, a) for tasks, adv in captured for t, a in zip(tasks, adv, strict=True)]
+    assert rows and all(math.isfinite(a) for _, a in rows)
+    bad_rows = [a for t, a in rows if t == bad]
+    assert bad_rows, "the unscorable prompt was never sampled"
+    if guarded:
+        assert all(a == 0.0 for a in bad_rows)
+    else:  # the documented trap this guards against
+        assert any(a != 0.0 for a in bad_rows)
+
+
+def test_reward_functions_pickle_for_async_grpo() -> None:
+    """TRL's AsyncGRPO pickles ``reward_funcs`` into a spawned process."""
+    import pickle
+
+    rewards = TRLRewards(
+        verifier="rltest.contains",
+        components=["hit"],
+        asynchronous=False,
+        settings=EngineSettings(sandbox="none", workers=1),
+    )
+    funcs = pickle.loads(pickle.dumps([*rewards.funcs, rewards.guard(brevity)]))
+    rewards.close()
+    main, hit, other = funcs
+    assert [f.__name__ for f in funcs] == ["verifiers", "verifiers/hit", "brevity"]
+    completions = ["has 5", "no"]
+    refs = ["5", None]  # the second row: no reference, skipped
+    try:
+        assert main(prompts=None, completions=completions, reference=refs) == [1.0, None]
+        assert hit(prompts=None, completions=completions, reference=refs) == [1.0, None]
+        values = other(prompts=None, completions=completions, reference=refs)
+        assert values[0] == pytest.approx(1 / 6) and values[1] is None
+    finally:
+        main.owner.close()

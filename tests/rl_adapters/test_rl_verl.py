@@ -50,6 +50,19 @@ def _load_like_verl(path: str, name: str, reward_kwargs: dict[str, Any]) -> Any:
 
 
 KWARGS = {"verifier": "answer.numeric", "sandbox": "none", "workers": 1}
+ZEROS = {
+    "verifiers_valid": 0.0,
+    "verifiers_pass": 0.0,
+    "verifiers_skipped": 0.0,
+    "verifiers_error_bad_input": 0.0,
+    "verifiers_error_infra": 0.0,
+    "verifiers_error_timeout": 0.0,
+    "verifiers_error_verifier": 0.0,
+}
+
+
+def keys(**set_: float) -> dict[str, float]:
+    return {**ZEROS, **set_}
 
 
 @pytest.mark.parametrize("path", [verl_module.__file__, "pkg://verifiers.rl_adapters.verl"])
@@ -62,11 +75,11 @@ def test_loaded_from_file_and_pkg_path(path: str) -> None:
         ground_truth="42",
         extra_info={"index": 3},
     )
-    assert good == {"score": 1.0, "valid": 1.0}
+    assert good == {"score": 1.0, **keys(verifiers_valid=1.0, verifiers_pass=1.0)}
     wrong = fn(
         data_source="gsm8k", solution_str="the answer is 41", ground_truth="42", extra_info=None
     )
-    assert wrong == {"score": 0.0, "valid": 1.0}
+    assert wrong == {"score": 0.0, **keys(verifiers_valid=1.0)}
 
 
 def test_unscorable_sample_is_flagged_not_zero() -> None:
@@ -77,18 +90,24 @@ def test_unscorable_sample_is_flagged_not_zero() -> None:
         ground_truth="42",
         extra_info={"task": json.dumps({"verifier": "no.such.verifier"})},
     )
-    assert out["valid"] == 0.0 and math.isnan(out["score"]) and math.isnan(out["hit"])
+    assert out["verifiers_valid"] == 0.0 and math.isnan(out["score"])
+    assert out["hit"] == 0.0  # log keys stay finite; only the score is invalid_score
+    assert out["verifiers_error_bad_input"] == 1.0
     fn0 = _load_like_verl(verl_module.__file__, "compute_score", {**KWARGS, "invalid_score": 0.0})
     assert fn0(
         data_source="x", solution_str="42", ground_truth="42", extra_info={"task": "{broken"}
-    ) == {"score": 0.0, "valid": 0.0}
+    ) == {"score": 0.0, **keys(verifiers_error_bad_input=1.0)}
 
 
 def test_task_sources_and_components() -> None:
     fn = _load_like_verl(
         "pkg://verifiers.rl_adapters.verl",
         "compute_score",
-        {"sandbox": "none", "verifiers_by_source": {"toy": "rltest.contains"}},
+        {
+            "sandbox": "none",
+            "verifiers_by_source": {"toy": "rltest.contains"},
+            "components": ["hit", "short"],
+        },
     )
     # extra_info["task"] wins; ground_truth fills its reference
     out = fn(
@@ -97,18 +116,23 @@ def test_task_sources_and_components() -> None:
         ground_truth="7",
         extra_info={"task": {"verifier": "rltest.contains"}},
     )
-    assert out == {"score": 1.0, "valid": 1.0, "hit": 1.0, "short": 1.0}
+    assert out == {
+        "score": 1.0,
+        **keys(verifiers_valid=1.0, verifiers_pass=1.0),
+        "hit": 1.0,
+        "short": 1.0,
+    }
     # a ground_truth that is a task dict
     out = fn(
         data_source="any",
         solution_str="has 7",
         ground_truth={"verifier": "rltest.contains", "reference": "8"},
     )
-    assert out["score"] == 0.0 and out["valid"] == 1.0
+    assert out["score"] == 0.0 and out["verifiers_valid"] == 1.0
     # data_source -> verifier map
     assert fn(data_source="toy", solution_str="x 9", ground_truth="9")["score"] == 1.0
     # no task anywhere: flagged
-    assert fn(data_source="other", solution_str="x", ground_truth="9")["valid"] == 0.0
+    assert fn(data_source="other", solution_str="x", ground_truth="9")["verifiers_valid"] == 0.0
 
 
 def test_async_variant_through_the_partial() -> None:
@@ -142,4 +166,36 @@ def test_batch_variant() -> None:
         extra_infos=[{}, {}, {"task": "{bad"}],
     )
     assert [o["score"] for o in out[:2]] == [1.0, 0.0]
-    assert out[2]["valid"] == 0.0
+    assert out[2]["verifiers_valid"] == 0.0
+
+
+def test_batch_variant_takes_numpy_extra_infos() -> None:
+    """veRL hands ``extra_infos`` as a numpy object array; ``arr or [...]`` raised on it."""
+    import numpy as np
+
+    fn = _load_like_verl("pkg://verifiers.rl_adapters.verl", "compute_score_batch", KWARGS)
+    out = fn(
+        data_sources=np.array(["a", "a"], dtype=object),
+        solution_strs=["1", "2"],
+        ground_truths=np.array(["1", "1"], dtype=object),
+        extra_infos=np.array([{}, {}], dtype=object),
+    )
+    assert [o["score"] for o in out] == [1.0, 0.0]
+
+
+def test_unknown_component_names_are_refused() -> None:
+    fn = _load_like_verl(verl_module.__file__, "compute_score", {**KWARGS, "components": 7})
+    with pytest.raises(ValueError, match="reward_kwargs.components"):
+        fn(data_source="x", solution_str="1", ground_truth="1")
+
+
+def test_functions_loaded_from_the_file_pickle() -> None:
+    """veRL's ``remote`` manager pickles the reward function into Ray workers; loaded by file
+    path (veRL's ``load_extern_object``) it used to be a function of an unimportable module."""
+    import pickle
+
+    from verl.utils.import_utils import load_extern_object
+
+    for name in ("compute_score", "compute_score_async", "compute_score_batch"):
+        fn = load_extern_object(module_path=verl_module.__file__, object_name=name)
+        assert pickle.loads(pickle.dumps(fn)) is getattr(verl_module, name)

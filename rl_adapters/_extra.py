@@ -1,0 +1,87 @@
+"""The per-sample log values veRL (``reward_extra_info``) and OpenRLHF (``extra_logs``) receive.
+
+Both trainers stack these dicts across a batch by the keys of *one* sample: veRL's reward loop
+takes the keys of item 0 (a key another sample lacks is a ``KeyError``), OpenRLHF's experience
+batching concatenates per-key lists (a key one sample lacks makes the lists unequal: a
+``ValueError`` in ``split_experience_batch``). A judged ``code.tests`` row has a
+``tests_passed`` component that an errored row does not, so "each sample reports its own
+components" crashes the run on the first timeout. The key set is therefore fixed per run:
+
+- ``verifiers_valid``: 1 when judged (``pass``/``fail``), 0 when the verifier abstained;
+- ``verifiers_pass``, ``verifiers_skipped``: 1/0 for those statuses;
+- ``verifiers_error_<kind>`` for every error kind (``bad_input``, ``infra``, ``timeout``,
+  ``verifier``): 1/0. Summed over a batch these are the counts; their means are the shares;
+- one key per name in ``components`` (configured once): the component's value for judged rows
+  that have it, 0.0 otherwise (divide a component's mean by ``verifiers_valid``'s mean for the
+  mean over judged rows).
+
+Every value is a finite float, so nothing here can put a NaN into a trainer's arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from verifiers.types import Result
+
+from ._rows import result_reward
+
+__all__ = ["ERROR_KINDS", "extra_keys", "extra_values", "parse_components"]
+
+ERROR_KINDS: tuple[str, ...] = ("bad_input", "infra", "timeout", "verifier")
+_STATUS_KEYS = ("verifiers_valid", "verifiers_pass", "verifiers_skipped")
+
+
+def extra_keys(components: Sequence[str] = ()) -> tuple[str, ...]:
+    """The fixed key set for a run that logs ``components``.
+
+    Raises:
+        ValueError: a component name collides with a ``verifiers_*`` key or repeats.
+    """
+    base = _STATUS_KEYS + tuple(f"verifiers_error_{kind}" for kind in ERROR_KINDS)
+    names = list(components)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"component names must be non-empty strings, got {name!r}")
+        if name in base or name in ("score", "acc"):
+            raise ValueError(f"component name {name!r} collides with a key the adapter writes")
+    if len(set(names)) != len(names):
+        raise ValueError(f"component names repeat: {names}")
+    return base + tuple(names)
+
+
+def extra_values(result: Result, components: Sequence[str] = ()) -> dict[str, float]:
+    """One sample's values for :func:`extra_keys` (same keys, same order, every time)."""
+    judged = result_reward(result) is not None
+    kind = result.error.kind if result.error is not None else None
+    out = {
+        "verifiers_valid": 1.0 if judged else 0.0,
+        "verifiers_pass": 1.0 if result.status == "pass" else 0.0,
+        "verifiers_skipped": 1.0 if result.status == "skipped" else 0.0,
+    }
+    for name in ERROR_KINDS:
+        out[f"verifiers_error_{name}"] = 1.0 if result.status == "error" and kind == name else 0.0
+    for name in components:
+        value = result.components.get(name) if judged else None
+        out[name] = float(value) if value is not None else 0.0
+    return out
+
+
+def parse_components(value: object, where: str) -> tuple[str, ...]:
+    """Component names from a list/tuple or a comma-separated string (flags, env vars).
+
+    Raises:
+        ValueError: anything else, naming ``where`` it came from.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, list | tuple) or type(value).__name__ == "ListConfig":
+        names: tuple[Any, ...] = tuple(value)  # type: ignore[arg-type]
+        if all(isinstance(n, str) for n in names):
+            return tuple(str(n) for n in names)
+    raise ValueError(
+        f"{where} must be a list of component names or a comma-separated string, got {value!r}"
+    )

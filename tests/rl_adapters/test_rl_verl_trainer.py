@@ -1,0 +1,247 @@
+"""veRL 0.9's own reward loop fed real ``DataProto`` batches: its naive and dapo managers with
+our ``compute_score``, and our ``VerifiersRewardManager`` loaded through veRL's importlib hook.
+
+The path is veRL's: ``RewardLoopManager`` (the single controller) starts real Ray actors of
+``RewardLoopWorker``, which build the reward manager with ``load_reward_manager`` from the
+config; ``compute_rm_score`` chunks the batch over the workers and stacks
+``reward_extra_info`` by the keys of sample 0 (the step that crashed on code rollouts). The
+streaming path (the agent loop calling ``worker.compute_score.remote`` per sample) is driven
+the same way. Then veRL's own GRPO estimator turns the scores into advantages.
+
+The batch: two prompts x 4 samples of ``code.tests`` in the local (bubblewrap) sandbox, one in
+8 erroring (a task the verifier cannot run: ``bad_input``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import ray
+import rl_helpers  # noqa: F401
+import torch
+from omegaconf import OmegaConf
+from verl import DataProto
+from verl.experimental.reward_loop.reward_loop import RewardLoopManager
+from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+pytestmark = [pytest.mark.rl, pytest.mark.bwrap, pytest.mark.slow]
+
+TESTS = "def check(f):\n    assert f(1, 2) == 3\n    assert f(2, 2) == 4\n"
+TASK = {
+    "verifier": "code.tests",
+    "spec": {"tests": {"kind": "assert", "entry_point": "add", "code": TESTS}},
+}
+BROKEN = {"verifier": "code.tests", "spec": {"tests": {"kind": "no-such-kind"}}}
+RESPONSES = [
+    "```python\ndef add(a, b):\n    return a + b\n```",
+    "```python\ndef add(a, b):\n    return a * b\n```",
+    "```python\ndef add(a, b) return\n```",
+    "```python\ndef add(a, b):\n    return a + b\n```",
+    "```python\ndef add(a, b):\n    return b + a\n```",
+    "```python\nimport os\nos._exit(0)\n```",
+    "```python\ndef add(a, b):\n    return a - b\n```",
+    "```python\ndef add(a, b):\n    return a + b\n```",
+]
+TASKS = [TASK] * 7 + [BROKEN]  # 1 in 8 errors; it is the last of group 2
+UIDS = ["g1"] * 4 + ["g2"] * 4
+ENGINE = {"sandbox": "local", "timeout_s": 60, "concurrency": 4, "cache": False}
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2}
+    for ch in sorted(alphabet):
+        vocab.setdefault(ch, len(vocab))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>"
+    )
+    path = tmp_path_factory.mktemp("tok")
+    fast.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _config(tokenizer_dir: str, manager: dict[str, Any], **reward: Any) -> Any:
+    return OmegaConf.create(
+        {
+            "actor_rollout_ref": {
+                "model": {"path": tokenizer_dir, "tokenizer_path": tokenizer_dir},
+                "rollout": {"n": 4},
+            },
+            "reward": {
+                "num_workers": 1,
+                "reward_manager": manager,
+                "custom_reward_function": {"path": None, "name": "compute_score"},
+                "reward_model": {
+                    "enable": False,
+                    "enable_resource_pool": False,
+                    "model_path": None,
+                    "rollout": {},
+                },
+                "sandbox_fusion": {"url": None},
+                **reward,
+            },
+        }
+    )
+
+
+def _batch(tokenizer_dir: str) -> DataProto:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    prompt_ids = [tok.encode("Write add(a, b).") for _ in RESPONSES]
+    response_ids = [tok.encode(r) + [tok.eos_token_id] for r in RESPONSES]
+    plen = max(map(len, prompt_ids))
+    rlen = max(map(len, response_ids))
+    prompts = torch.zeros((len(RESPONSES), plen), dtype=torch.long)
+    responses = torch.zeros((len(RESPONSES), rlen), dtype=torch.long)
+    mask = torch.zeros((len(RESPONSES), plen + rlen), dtype=torch.long)
+    for i, (p, r) in enumerate(zip(prompt_ids, response_ids, strict=True)):
+        prompts[i, plen - len(p) :] = torch.tensor(p)  # left-padded prompt
+        responses[i, : len(r)] = torch.tensor(r)  # right-padded response
+        mask[i, plen - len(p) : plen] = 1
+        mask[i, plen : plen + len(r)] = 1
+    return DataProto.from_dict(
+        tensors={"prompts": prompts, "responses": responses, "attention_mask": mask},
+        non_tensors={
+            "data_source": np.array(["code"] * len(RESPONSES), dtype=object),
+            "reward_model": np.array(
+                [{"ground_truth": None, "style": "rule"} for _ in RESPONSES], dtype=object
+            ),
+            "extra_info": np.array([{"task": json.dumps(t)} for t in TASKS], dtype=object),
+            "uid": np.array(UIDS, dtype=object),
+        },
+    )
+
+
+def _cli_rewards(tmp_path: Path) -> list[float | None]:
+    """What ``verifiers score`` gives the same trajectories."""
+    from verifiers.cli import main
+
+    src = tmp_path / "in.jsonl"
+    out = tmp_path / "out.jsonl"
+    with src.open("w", encoding="utf-8") as fh:
+        for i, (r, t) in enumerate(zip(RESPONSES, TASKS, strict=True)):
+            fh.write(json.dumps({"id": str(i), "completion": r, "task": t}) + "\n")
+    assert main(["score", str(src), "-o", str(out), "-q", "--no-cache", "--sandbox", "local"]) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    return [row["reward"] for row in rows]
+
+
+def _scores(output: DataProto) -> list[float]:
+    return [float(x) for x in output.batch["rm_scores"].sum(-1)]
+
+
+def _advantages(output: DataProto, batch: DataProto) -> torch.Tensor:
+    prompt_len = batch.batch["prompts"].size(1)
+    response_mask = batch.batch["attention_mask"][:, prompt_len:]
+    adv, _ = compute_grpo_outcome_advantage(
+        token_level_rewards=output.batch["rm_scores"],
+        response_mask=response_mask,
+        index=batch.non_tensor_batch["uid"],
+    )
+    return adv.sum(-1)
+
+
+OUR_MANAGER = {
+    "source": "importlib",
+    "name": "VerifiersRewardManager",
+    "module": {"path": "pkg://verifiers.rl_adapters.verl_manager", "name": "unused"},
+}
+
+
+def test_our_manager_colocated_batch(ray_cluster: None, tokenizer_dir: str, tmp_path: Path) -> None:
+    config = _config(
+        tokenizer_dir, OUR_MANAGER, reward_kwargs={"components": ["tests_passed"], **ENGINE}
+    )
+    manager = RewardLoopManager(config)
+    batch = _batch(tokenizer_dir)
+    output = manager.compute_rm_score(batch)
+    scores = _scores(output)
+    expected = _cli_rewards(tmp_path)
+    assert expected[7] is None  # the broken task is an error, not a score
+    assert scores[:7] == expected[:7]  # judged items: exactly what `verifiers score` says
+    group2 = [s for s, e in zip(scores[4:7], expected[4:7], strict=True) if e is not None]
+    assert scores[7] == pytest.approx(sum(group2) / len(group2))  # its group's judged mean
+    advantages = _advantages(output, batch)
+    assert torch.isfinite(advantages).all()
+    assert advantages[7].item() == pytest.approx(0.0, abs=1e-6)
+    info = output.non_tensor_batch
+    keys = output.meta_info["reward_extra_keys"]
+    assert "tests_passed" in keys and "verifiers_error_bad_input" in keys
+    assert info["verifiers_valid"].tolist() == [1.0] * 7 + [0.0]
+    assert sum(info["verifiers_error_bad_input"]) == 1.0
+
+
+def test_our_manager_streaming_path(ray_cluster: None, tokenizer_dir: str) -> None:
+    """The agent loop's path: one ``compute_score.remote`` per sample, concurrently."""
+    config = _config(tokenizer_dir, OUR_MANAGER, reward_kwargs=dict(ENGINE))
+    manager = RewardLoopManager(config)
+    worker = manager.reward_loop_workers[0]
+    batch = _batch(tokenizer_dir)
+    outs = ray.get([worker.compute_score.remote(batch[i : i + 1]) for i in range(len(batch))])
+    scores = [o["reward_score"] for o in outs]
+    assert all(np.isfinite(scores))
+    assert scores[7] == pytest.approx(sum(scores[4:7]) / 3)
+    keys = {tuple(o["reward_extra_info"]) for o in outs}
+    assert len(keys) == 1  # one key set for errored and judged samples alike
+
+
+@pytest.mark.parametrize("components", [None, ["tests_passed"]])
+@pytest.mark.parametrize("name", ["naive", "dapo"])
+def test_default_managers_with_compute_score(
+    ray_cluster: None, tokenizer_dir: str, name: str, components: list[str] | None
+) -> None:
+    config = _config(
+        tokenizer_dir,
+        {"source": "register", "name": name, "module": {"path": None, "name": "x"}},
+    )
+    config.reward.custom_reward_function = {
+        "path": "pkg://verifiers.rl_adapters.verl",
+        "name": "compute_score_async",
+        "reward_kwargs": {"components": components, **ENGINE},
+    }
+    manager = RewardLoopManager(config)
+    output = manager.compute_rm_score(_batch(tokenizer_dir))  # used to raise KeyError
+    keys = output.meta_info["reward_extra_keys"]
+    assert {"score", "verifiers_valid", "verifiers_error_bad_input"} <= set(keys)
+    assert ("tests_passed" in keys) == bool(components)
+    assert output.non_tensor_batch["verifiers_valid"].tolist() == [1.0] * 7 + [0.0]
+    scores = _scores(output)
+    assert np.isnan(scores[7]) and all(np.isfinite(scores[:7]))  # invalid_score: NaN, loud
+
+
+def test_manager_refuses_settings_it_cannot_honour(tokenizer_dir: str) -> None:
+    from transformers import AutoTokenizer
+    from verifiers.rl_adapters.verl_manager import VerifiersRewardManager
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = _config(tokenizer_dir, OUR_MANAGER, reward_kwargs={"verifer": "code.tests"})
+    with pytest.raises(ValueError, match="unknown keys \\['verifer'\\]"):
+        VerifiersRewardManager(config, tok, None)
+    config = _config(tokenizer_dir, OUR_MANAGER, reward_kwargs={})
+    config.reward.num_workers = 8
+    with pytest.raises(ValueError, match="reward.num_workers=1"):
+        VerifiersRewardManager(config, tok, None)
