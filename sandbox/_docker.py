@@ -51,6 +51,7 @@ from ._client import (
 from ._client import pooled_session as _pooled_session
 from ._images import LABEL, get_image, image_tag
 from ._local import runner_source
+from ._runtimes import BASE_PATH, JOB_ENV
 from ._settings import SandboxSettings
 
 __all__ = ["DockerProvider", "engine_and_image_ready", "owner_label", "prune_containers"]
@@ -325,15 +326,8 @@ class DockerProvider:
             "address_space": False,  # the cgroup limits memory; RLIMIT_AS breaks numpy/BLAS
             "nproc": False,  # uids are shared across containers: pids cgroup instead
             "python_fastpath": self.settings.python_fastpath,
-            "path": "/usr/local/bin:/usr/bin:/bin",
-            "env": {
-                "LANG": "C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "OPENBLAS_NUM_THREADS": "1",
-                "OMP_NUM_THREADS": "1",
-                "MKL_NUM_THREADS": "1",
-                "MPLBACKEND": "Agg",
-            },
+            "path": BASE_PATH,
+            "env": dict(JOB_ENV),  # the same job environment as the local backend
         }
         if socket_dir:
             config["connect"] = "/run/verifiers/runner.sock"

@@ -2,13 +2,22 @@
 
 The embedded default when no Docker engine is reachable. Isolation, strongest first:
 
-* ``bwrap``: new pid/net/ipc/uts namespaces (no network at all), a read-only view of the
-  system directories and of the interpreter's environment, private ``/tmp`` and work tmpfs,
-  ``--die-with-parent``. When the host runs as root the runner keeps only the capabilities it
+* ``bwrap``: new pid/net/ipc/uts namespaces (no network at all), the session's *runtime root
+  filesystem* (``sandbox/images/<name>/runtime.toml``, built by ``verifiers sandbox build``;
+  the Docker image is ``docker import`` of the same folder) read-only as ``/``, private
+  ``/tmp`` and ``/work`` tmpfs, ``--die-with-parent``. Jobs see the runtime's interpreter and
+  pinned packages, the same files as in Docker, and nothing of the host: not its venv, not its
+  ``/usr``. A runtime that is not built is ``SandboxUnavailable`` naming the build command,
+  raised when the session is asked for, before any model code runs. When the host runs as root the runner keeps only the capabilities it
   needs to drop jobs to an unprivileged uid; otherwise a user namespace is added.
 * ``unshare``: new pid/net/ipc/uts/mount namespaces but the host filesystem stays visible
   (jobs run as an unprivileged uid when the host is root).
 * ``none``: rlimits only, with one loud warning line.
+
+``unshare`` and ``none`` cannot give a job its runtime's root, so they run runtime sessions
+only when ``SandboxSettings.local_python`` names a host interpreter explicitly (an escape hatch
+for hosts without bubblewrap, documented as not parity-safe); otherwise the session is
+``SandboxUnavailable`` with the fix (install bubblewrap).
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ from verifiers.errors import SandboxUnavailable
 from ._base import Limits
 from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
 from ._client import pooled_session as _pooled_session
+from ._images import get_image
+from ._runtimes import Runtime, load_runtime, ready_rootfs
 from ._settings import SandboxSettings
 
 __all__ = ["LocalProvider", "detect_isolation", "runner_source"]
@@ -41,6 +52,7 @@ log = logging.getLogger("verifiers.sandbox")
 Isolation = Literal["bwrap", "unshare", "none"]
 _RUNNER_CAPS = ("SETUID", "SETGID", "CHOWN", "KILL", "DAC_OVERRIDE", "FOWNER")
 _WORK_ROOT = "/sandbox"
+_RUNTIME_WORK_ROOT = "/work"  # as in the Docker image: a job sees the same paths
 _warned = False
 
 
@@ -64,7 +76,7 @@ def _env_prefix(settings: SandboxSettings) -> tuple[Path, list[Path]]:
     return bin_dir, sorted(roots)
 
 
-def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
+def _bwrap_namespaces() -> list[str]:
     bwrap = shutil.which("bwrap") or "bwrap"
     argv = [
         bwrap,
@@ -80,6 +92,29 @@ def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
     ]
     if os.geteuid() != 0:
         argv.append("--unshare-user")
+    return argv
+
+
+def _bwrap_caps() -> list[str]:
+    argv: list[str] = []
+    if os.geteuid() == 0:
+        argv += ["--cap-drop", "ALL"]
+        for cap in _RUNNER_CAPS:
+            argv += ["--cap-add", f"CAP_{cap}"]
+    return argv
+
+
+def _rootfs_bwrap_argv(root: Path, work_root: str) -> list[str]:
+    """bubblewrap with the runtime's root filesystem, read-only, as ``/`` (nothing of the host)."""
+    argv = [*_bwrap_namespaces(), "--ro-bind", str(root), "/"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    argv += ["--perms", "1777", "--tmpfs", "/var/tmp", "--tmpfs", work_root, "--chdir", "/"]
+    return [*argv, *_bwrap_caps()]
+
+
+def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
+    """bubblewrap over the host's system directories (probe and ``local_python`` mode)."""
+    argv = _bwrap_namespaces()
     for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"):
         if os.path.islink(top):
             argv += ["--symlink", os.readlink(top), top]
@@ -100,11 +135,7 @@ def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
         argv += ["--ro-bind", text, text]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", work_root]
     argv += ["--chdir", "/"]
-    if os.geteuid() == 0:
-        argv += ["--cap-drop", "ALL"]
-        for cap in _RUNNER_CAPS:
-            argv += ["--cap-add", f"CAP_{cap}"]
-    return argv
+    return [*argv, *_bwrap_caps()]
 
 
 def _unshare_argv() -> list[str]:
@@ -200,6 +231,7 @@ class LocalProvider:
             _warn_once()
         self._pool = WorkerPool(self._start, self.settings)
         self._next_slot = 0
+        self._roots: dict[str, tuple[Runtime, Path]] = {}
 
     def _job_uid(self) -> int:
         # A uid per runner keeps RLIMIT_NPROC and the process sweep per runner; the pid term
@@ -207,7 +239,39 @@ class LocalProvider:
         self._next_slot += 1
         return 200_000 + (os.getpid() % 1000) * 100 + self._next_slot % 100
 
+    def _runtime_root(self, image: str) -> tuple[Runtime, Path] | None:
+        """The runtime and its built root for ``image`` (None in ``local_python`` mode).
+
+        Raises:
+            SandboxUnavailable: no such runtime, it is not built, or bubblewrap is missing.
+        """
+        if self.settings.local_python is not None:
+            return None
+        found = self._roots.get(image)
+        if found is not None:
+            return found
+        runtime = load_runtime(get_image(image, self.settings).path)
+        if runtime is None:
+            raise SandboxUnavailable(
+                f"sandbox image {image!r} has no runtime.toml, so the local backend cannot "
+                "run it (it is a Docker-only image)",
+                hint=f"use --sandbox docker, or define sandbox/images/{image}/runtime.toml",
+            )
+        if self.isolation != "bwrap":
+            raise SandboxUnavailable(
+                f"the local backend runs runtime {image!r} in its root filesystem, which needs "
+                f"bubblewrap (isolation here: {self.isolation})",
+                hint="apt-get install bubblewrap, or use --sandbox docker",
+            )
+        root = ready_rootfs(runtime, self.settings)
+        self._roots[image] = (runtime, root)
+        return runtime, root
+
     def _command(self, key: Hashable) -> list[str]:
+        image = str(key[0]) if isinstance(key, tuple) else "python"
+        found = self._runtime_root(image)
+        if found is not None:
+            return self._runtime_command(*found)
         bin_dir, _ = _env_prefix(self.settings)
         uid = self._job_uid()
         private = self.isolation in ("bwrap", "unshare")
@@ -242,6 +306,22 @@ class LocalProvider:
             return [*_unshare_argv(), *runner]
         return runner
 
+    def _runtime_command(self, runtime: Runtime, root: Path) -> list[str]:
+        uid = self._job_uid()
+        config = {
+            "root": _RUNTIME_WORK_ROOT,
+            "job_uid": uid,
+            "job_gid": uid,
+            "private_pids": True,
+            "address_space": True,
+            "nproc": True,
+            "python_fastpath": self.settings.python_fastpath,
+            "path": runtime.path_env,
+            "env": runtime.job_env(),
+        }
+        runner = [runtime.python, "-I", "-c", runner_source(), json.dumps(config)]
+        return [*_rootfs_bwrap_argv(root, _RUNTIME_WORK_ROOT), *runner]
+
     async def _start(self, key: Hashable) -> Worker:
         argv = self._command(key)
         try:
@@ -268,9 +348,14 @@ class LocalProvider:
         return worker
 
     def session(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
-        """A fresh work dir in a warm local runner. ``image`` is accepted for parity with the
-        docker backend; jobs see the host's system and the configured interpreter."""
+        """A fresh work dir in a warm local runner of runtime ``image``.
+
+        Raises:
+            SandboxUnavailable: the runtime is unknown, not built or cannot run here (the hint
+                names the fix); raised here, before any job runs.
+        """
         merged = merge_limits(self.settings.limits, limits)
+        self._runtime_root(image)
         return self._session(image, merged)
 
     @asynccontextmanager

@@ -57,6 +57,7 @@ from verifiers.errors import InfraError, SandboxUnavailable
 from ._settings import SandboxSettings
 
 __all__ = [
+    "BASE_PATH",
     "JOB_ENV",
     "Runtime",
     "build_rootfs",
