@@ -130,7 +130,7 @@ def test_builtin_python_image_is_registered() -> None:
 
     images = find_images(SandboxSettings())
     assert "python" in images
-    assert (images["python"].path / "prepare.py").is_file()
+    assert (images["python"].path / "runtime.toml").is_file()
 
 
 @pytest.mark.docker
