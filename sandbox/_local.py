@@ -112,6 +112,9 @@ def _rootfs_bwrap_argv(settings: SandboxSettings, root: Path, work_root: str) ->
     """bubblewrap with the runtime's root filesystem, read-only, as ``/`` (nothing of the host),
     and the same size-capped scratch as the host-directories mode."""
     argv = [*_bwrap_namespaces(), "--ro-bind", str(root), "/", "--proc", "/proc", "--dev", "/dev"]
+    # /run as a small root-owned tmpfs: the read-only root cannot take the mount points the
+    # per-runner cgroup binds need (jobs, another uid, cannot write there).
+    argv += ["--perms", "0755", "--size", str(1 << 20), "--tmpfs", "/run"]
     argv += [*_bwrap_scratch(settings, work_root), "--chdir", "/"]
     return [*argv, *_bwrap_caps()]
 
