@@ -50,6 +50,7 @@ from ._client import (
 )
 from ._client import pooled_session as _pooled_session
 from ._images import LABEL, get_image, image_tag
+from ._launch import RunnerLaunch, runner_launch
 from ._local import runner_source
 from ._settings import SandboxSettings
 
@@ -172,6 +173,14 @@ def prune_containers(client: Any, *, everything: bool = False, owner: str | None
     return removed
 
 
+def _job_path(launch: RunnerLaunch) -> str:
+    """Jobs' ``PATH``: a runtime with its own interpreter puts its folder first."""
+    default = "/usr/local/bin:/usr/bin:/bin"
+    if launch.python == RunnerLaunch().python:
+        return default
+    return f"{os.path.dirname(launch.python)}:{default}"
+
+
 class _AttachChannel(Channel):
     """The container's stdin/stdout over a hijacked attach connection (stdout multiplexed)."""
 
@@ -246,6 +255,8 @@ class DockerProvider:
         self._docker = _import_docker()
         self.owner = owner_label()
         self._tags: dict[str, str] = {}
+        self._launch: dict[str, RunnerLaunch] = {}
+        """Built tag -> how its runner starts (the runtime's ``runtime.json``)."""
         self._pool = WorkerPool(self._start, self.settings)
         self._containers: set[str] = set()
         self._closed = False
@@ -270,7 +281,9 @@ class DockerProvider:
         tag = self._tags.get(image)
         if tag is not None:
             return tag
-        tag = image_tag(get_image(image, self.settings), self.settings)
+        definition = get_image(image, self.settings)
+        tag = image_tag(definition, self.settings)
+        self._launch[tag] = runner_launch(definition)
         try:
             self._client.images.get(tag)
         except self._docker.errors.ImageNotFound:
@@ -296,7 +309,9 @@ class DockerProvider:
         """Create and start one container; with ``socket_dir`` the runner connects to a unix
         socket there, else its stdin/stdout are attached (returned socket)."""
         api = self._client.api
-        memory = f"{limits.memory_mb + self.settings.runner_overhead_mb}m"
+        launch = self._launch.get(tag, RunnerLaunch())
+        overhead = self.settings.runner_overhead_mb + launch.overhead_mb
+        memory = f"{limits.memory_mb + overhead}m"
         host_config = api.create_host_config(
             network_mode="none",
             read_only=True,
@@ -325,7 +340,8 @@ class DockerProvider:
             "address_space": False,  # the cgroup limits memory; RLIMIT_AS breaks numpy/BLAS
             "nproc": False,  # uids are shared across containers: pids cgroup instead
             "python_fastpath": self.settings.python_fastpath,
-            "path": "/usr/local/bin:/usr/bin:/bin",
+            # The runtime's interpreter first, as on the local backend: `python` is its python.
+            "path": _job_path(launch),
             "env": {
                 "LANG": "C.UTF-8",
                 "PYTHONDONTWRITEBYTECODE": "1",
@@ -337,9 +353,12 @@ class DockerProvider:
         }
         if socket_dir:
             config["connect"] = "/run/verifiers/runner.sock"
+        if launch.preload:
+            config["preload"] = launch.preload
+            config["preload_timeout"] = self.settings.start_timeout_s
         container = api.create_container(
             image=tag,
-            command=["/usr/bin/python3", "-I", "-c", runner_source(), json.dumps(config)],
+            command=[launch.python, "-I", "-c", runner_source(), json.dumps(config)],
             user="0:0",
             stdin_open=socket_dir is None,
             tty=False,

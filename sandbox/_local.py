@@ -31,6 +31,8 @@ from verifiers.errors import SandboxUnavailable
 
 from ._base import Limits
 from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
+from ._images import find_images
+from ._launch import RunnerLaunch, runner_launch
 from ._client import pooled_session as _pooled_session
 from ._settings import SandboxSettings
 
@@ -208,7 +210,14 @@ class LocalProvider:
         return 200_000 + (os.getpid() % 1000) * 100 + self._next_slot % 100
 
     def _command(self, key: Hashable) -> list[str]:
-        bin_dir, _ = _env_prefix(self.settings)
+        launch = _launch_for(key, self.settings)
+        settings = self.settings
+        runner_python = _system_python()
+        local = launch.local_interpreter()
+        if local is not None:  # the runtime has its own interpreter: runner and jobs use it
+            settings = settings.model_copy(update={"local_python": local})
+            runner_python = str(local)
+        bin_dir, _ = _env_prefix(settings)
         uid = self._job_uid()
         private = self.isolation in ("bwrap", "unshare")
         # bwrap gives each runner its own tmpfs; otherwise each gets its own host folder.
@@ -235,9 +244,12 @@ class LocalProvider:
         if self.isolation == "unshare" and os.geteuid() != 0:
             config["job_uid"] = 0  # only uid 0 is mapped in the user namespace
             config["job_gid"] = 0
-        runner = [_system_python(), "-I", "-c", runner_source(), json.dumps(config)]
+        if launch.preload:
+            config["preload"] = launch.preload
+            config["preload_timeout"] = self.settings.start_timeout_s
+        runner = [runner_python, "-I", "-c", runner_source(), json.dumps(config)]
         if self.isolation == "bwrap":
-            return [*_bwrap_argv(self.settings, work_root), *runner]
+            return [*_bwrap_argv(settings, work_root), *runner]
         if self.isolation == "unshare":
             return [*_unshare_argv(), *runner]
         return runner
@@ -293,6 +305,17 @@ class LocalProvider:
         await self._pool.close()
         if self.isolation != "bwrap":
             shutil.rmtree(_host_work_root(), ignore_errors=True)
+
+
+def _launch_for(key: Hashable, settings: SandboxSettings) -> RunnerLaunch:
+    """The runtime's launch settings for a pool key ``(image, memory, pids)``.
+
+    Runtimes without a ``runtime.json`` (and names with no image folder, which the local
+    backend has always accepted) start the default runner.
+    """
+    image = key[0] if isinstance(key, tuple) and key else "python"
+    definition = find_images(settings).get(str(image))
+    return runner_launch(definition) if definition is not None else RunnerLaunch()
 
 
 def _host_work_root() -> str:

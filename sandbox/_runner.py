@@ -177,6 +177,7 @@ class Runner:
         self.keep_limit = int(config.get("keep_bytes", 16 << 20))
         self.zygote: socket.socket | None = None
         self.zygote_pid = 0
+        self.preload_error = ""
         self.python_real = os.path.realpath(sys.executable)
         self._is_us: dict[tuple[str, str], bool] = {}
         self.ancestors = self._ancestors()
@@ -202,6 +203,7 @@ class Runner:
                 "python": sys.version.split()[0],
                 "oom_counter": _oom_kills() >= 0,
                 "fast_python": self.zygote is not None,
+                "preload_error": self.preload_error,
             }
         )
         while True:
@@ -560,8 +562,13 @@ class Runner:
             return ["file", *argv[1:]]
         return None
 
-    def start_zygote(self) -> None:
-        """Fork the zygote now, while this process holds no job data at all."""
+    def start_zygote(self, preload: str = "", preload_timeout: float = 120.0) -> None:
+        """Fork the zygote now, while this process holds no job data at all.
+
+        ``preload`` (the runtime's preload source, see :func:`_run_preload`) runs in the
+        zygote before it serves; this waits for it, so a job's deadline never pays for it.
+        A preload that fails leaves no zygote and sets ``preload_error`` (sent in ``hello``).
+        """
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
         if pid == 0:
@@ -571,13 +578,30 @@ class Runner:
                     os.close(fd)
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                if preload:
+                    problem = _run_preload(preload)
+                    theirs.sendall(b"R" if problem is None else b"E" + problem.encode()[:4000])
+                    if problem is not None:
+                        return
                 self._zygote_loop(theirs)
             finally:
                 os._exit(0)
         theirs.close()
+        self.ancestors.add(pid)  # never swept as a job process
+        if preload:
+            ready, _, _ = select.select([ours], [], [], preload_timeout)
+            answer = ours.recv(4096) if ready else b""
+            if answer[:1] != b"R":
+                detail = answer[1:].decode("utf-8", "replace") or "no answer"
+                self.preload_error = f"runtime preload failed: {detail}"
+                ours.close()
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                return
         self.zygote = ours
         self.zygote_pid = pid
-        self.ancestors.add(pid)  # never swept as a job process
 
     def _zygote_loop(self, sock: socket.socket) -> None:
         # What every python job needs, imported once here instead of in each job.
@@ -1078,6 +1102,25 @@ def _run_python(fast: list[str], env: dict[str, str]) -> int:
     return code
 
 
+def _run_preload(source: str) -> str | None:
+    """Run a runtime's preload code in the zygote; returns None, or why it failed.
+
+    Some runtimes are only fast when a heavy module is already imported and warmed up (the
+    ``blender`` runtime: ``import bpy`` ~0.7 s, Cycles' first render ~0.1 s). The runtime's
+    definition names that code (``preload`` in its ``runtime.json``); the host sends it in
+    the runner's config, so it is trusted code, never a job's. It runs once in the zygote,
+    before any job data exists, as the runner's user; every fast-path job is then a fork of
+    the warmed interpreter. It must leave no threads that a fork would need (CPython and
+    Blender's task pools recover in the child) and nothing a job could use to reach the
+    runner: jobs still get their own session, rlimits, uid and fds as without a preload.
+    """
+    try:
+        exec(compile(source, "<runtime preload>", "exec"), {"__name__": "__verifiers_preload__"})  # noqa: S102
+    except (Exception, SystemExit) as exc:  # reported to the host as a broken runtime
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def _close_other_fds() -> None:
     """Close every fd above 2. Lists the open ones: ``closerange`` falls back to one
     ``close`` per number where seccomp hides ``close_range`` (Docker), ~65k syscalls."""
@@ -1163,7 +1206,9 @@ def main(argv: list[str]) -> int:
     os.makedirs(root, exist_ok=True)
     runner = Runner(config, rfd, wfd)
     if config.get("python_fastpath", True):
-        runner.start_zygote()
+        runner.start_zygote(
+            str(config.get("preload") or ""), float(config.get("preload_timeout", 120.0))
+        )
     return runner.serve()
 
 
