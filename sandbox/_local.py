@@ -31,9 +31,9 @@ from verifiers.errors import SandboxUnavailable
 
 from ._base import Limits
 from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
+from ._client import pooled_session as _pooled_session
 from ._images import find_images
 from ._launch import RunnerLaunch, runner_launch
-from ._client import pooled_session as _pooled_session
 from ._settings import SandboxSettings
 
 __all__ = ["LocalProvider", "detect_isolation", "runner_source"]
