@@ -178,6 +178,8 @@ class Runner:
         self.zygote: socket.socket | None = None
         self.zygote_pid = 0
         self.preload_error = ""
+        self.preload_vm = 0
+        """Address space of the zygote after its preload (0 without one)."""
         self.python_real = os.path.realpath(sys.executable)
         self._is_us: dict[tuple[str, str], bool] = {}
         self.ancestors = self._ancestors()
@@ -455,9 +457,21 @@ class Runner:
         return int(pid)
 
     def _enter_job(
-        self, cwd: str, limits: dict[str, Any], timeout: float, in_r: int, out_w: int, err_w: int
+        self,
+        cwd: str,
+        limits: dict[str, Any],
+        timeout: float,
+        in_r: int,
+        out_w: int,
+        err_w: int,
+        base_vm: int = 0,
     ) -> None:
-        """In the forked child: new session, job stdio only, rlimits, job uid, work dir."""
+        """In the forked child: new session, job stdio only, rlimits, job uid, work dir.
+
+        ``base_vm``: address space a preloaded zygote already maps (see ``_run_preload``);
+        ``memory_mb`` counts beyond it, so a job of a heavy runtime gets the memory it asked
+        for and not less.
+        """
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
@@ -473,7 +487,7 @@ class Runner:
                 handle.write("1000")
         except OSError:
             pass
-        memory = int(limits.get("memory_mb", 512)) << 20
+        memory = (int(limits.get("memory_mb", 512)) << 20) + base_vm
         cpu = limits.get("cpu_s")
         cpu_s = int(float(cpu) + 0.999) if cpu is not None else int(timeout) + 1
         settings = [
@@ -580,6 +594,7 @@ class Runner:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 if preload:
                     problem = _run_preload(preload)
+                    self.preload_vm = _vm_size()
                     theirs.sendall(b"R" if problem is None else b"E" + problem.encode()[:4000])
                     if problem is not None:
                         return
@@ -641,7 +656,13 @@ class Runner:
             os.close(spec_r)
             spec = json.loads(b"".join(chunks).decode("utf-8"))
             self._enter_job(
-                str(spec["cwd"]), dict(spec["limits"]), float(spec["timeout"]), in_r, out_w, err_w
+                str(spec["cwd"]),
+                dict(spec["limits"]),
+                float(spec["timeout"]),
+                in_r,
+                out_w,
+                err_w,
+                self.preload_vm,
             )
             _set_dumpable(1)  # a normal process of the job uid, visible to the sweep
             code = _run_python(list(spec["fast"]), dict(spec["env"]))
@@ -1100,6 +1121,18 @@ def _run_python(fast: list[str], env: dict[str, str]) -> int:
         except (OSError, ValueError):
             code = code or 120
     return code
+
+
+def _vm_size() -> int:
+    """This process's mapped address space (``VmSize``), in bytes; 0 when unknown."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _run_preload(source: str) -> str | None:

@@ -48,9 +48,6 @@ __all__ = ["BlenderRender", "RUNTIME"]
 RUNTIME = "blender"
 """The sandbox runtime render jobs run in (``sandbox/images/blender``)."""
 _WORKER_SOURCE = Path(__file__).with_name("_worker.py").read_bytes()
-_BASELINE_MB = 2048
-"""Address space an imported, warmed bpy holds before the script allocates anything (VmPeak
-~1.6 GB with Cycles initialised): added to ``spec.memory_mb`` for both phases."""
 _PIDS = 128
 """Processes and threads of one job (Blender's task pools start a few)."""
 _MAX_BLEND = 128 << 20
@@ -113,7 +110,10 @@ class BlenderRender(Verifier[RenderSpec]):
             file_bytes = max(file_bytes, 50 * spec.mesh.max_faces + 4096)
         return {
             "timeout_s": max(spec.timeout_s, spec.render_timeout_s),
-            "memory_mb": spec.memory_mb + _BASELINE_MB,
+            # Beyond Blender's own: the runtime's zygote already maps bpy (~1.4 GB of address
+            # space) and the sandbox counts job memory above it (docker: its cgroup is sized
+            # for the zygote by the runtime's overhead_mb).
+            "memory_mb": spec.memory_mb,
             "pids": _PIDS,
             "file_bytes": file_bytes,
         }
