@@ -134,7 +134,11 @@ class BlenderRender(Verifier[RenderSpec]):
             phase_a["log_tail"] = (run.text("stdout") + run.text("stderr"))[-4000:]
             blend: bytes | None = None
             if phase_a["how"] == "exit" and phase_a["code"] == 0:
-                report = _untrusted_report(await _read_optional(sb, "phase_a.json", _MAX_REPORT))
+                try:
+                    raw = await _read_optional(sb, "phase_a.json", _MAX_REPORT)
+                except _TooLarge:
+                    raw = None  # not a report the harness writes: the script's doing
+                report = _untrusted_report(raw)
                 if report.get("ok") and report.get("saved"):
                     try:
                         blend = await _read_optional(sb, "scene.blend", _MAX_BLEND)
