@@ -11,9 +11,10 @@ hand files to the job uid and drop to it (SETUID, SETGID, CHOWN, FOWNER, DAC_OVE
 no log driver (output never lands on the host disk), private IPC. Jobs run as uid 10001 with no
 capabilities at all.
 
-Lifecycle: every container carries labels naming its owner (host, pid, process start time).
-Containers whose owner is dead are removed when a provider starts and by
-``verifiers sandbox prune``; a provider removes its own at ``close()`` and at interpreter exit.
+Lifecycle: every container carries labels naming its owner (host, pid, process start time, the
+kernel's boot id and the owner's PID-namespace inode: a bare PID means nothing in another PID
+namespace sharing the engine). Containers whose owner is provably dead are removed when a
+provider starts and by ``verifiers sandbox prune``; a provider removes its own at ``close()`` and at interpreter exit.
 Containers are also created with ``StdinOnce`` + ``auto_remove``: when the owner dies, even
 by ``kill -9``, the kernel closes the attach socket, the runner sees EOF and exits, and the
 engine removes the container.
@@ -83,21 +84,52 @@ def _process_start(pid: int) -> str:
         return ""
 
 
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def _pid_namespace() -> str:
+    """Inode of our PID namespace: a PID means something only inside the namespace it is in."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return ""
+
+
 def owner_label(pid: int | None = None) -> str:
-    """``host:pid:starttime`` of the owning process."""
+    """``host:pid:starttime:boot_id:pidns`` of the owning process.
+
+    The boot id and the PID-namespace inode say where the PID can be looked up: a scorer in
+    a container, a pod or an ``unshare --pid`` namespace that shares the engine sees other
+    PIDs (or none) at the same numbers, and must never judge their owner dead.
+    """
     pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{_process_start(pid)}"
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid)}:{_boot_id()}:{_pid_namespace()}"
 
 
 def _owner_alive(owner: str) -> bool:
-    host, _, rest = owner.partition(":")
-    pid_text, _, start = rest.partition(":")
-    if host != socket.gethostname():
-        return True  # another machine's engine client: not ours to judge
+    """False only when the owner is provably dead: same kernel boot, same PID namespace as
+    us, and no process with its PID and start time. Anything we cannot judge (another host,
+    another boot, another PID namespace, a label of an older version) counts as alive: such a
+    container still goes away on its own, because its runner exits when its owner's end of
+    the channel closes (``StdinOnce`` attach or the runner's socket) and the engine then
+    removes it (``auto_remove``)."""
+    fields = owner.split(":")
+    if len(fields) != 5:
+        return True  # an older label without the namespace: not ours to judge
+    host, pid_text, start, boot, pidns = fields
+    if host != socket.gethostname() or boot != _boot_id() or pidns != _pid_namespace():
+        return True
+    if not boot or not pidns:
+        return True
     try:
         pid = int(pid_text)
     except ValueError:
-        return False
+        return True
     return _process_start(pid) == start and start != ""
 
 
@@ -339,6 +371,11 @@ class DockerProvider:
             "private_pids": True,
             "address_space": False,  # the cgroup limits memory; RLIMIT_AS breaks numpy/BLAS
             "nproc": False,  # uids are shared across containers: pids cgroup instead
+            # The container's IPC namespace, /tmp, /dev/shm and /dev/mqueue are its own: every
+            # object a job makes there is removed after it (see the runner's ``end``).
+            "private_ipc": True,
+            "private_scratch": True,
+            "mqueue": "/dev/mqueue",
             "python_fastpath": self.settings.python_fastpath,
             # The runtime's interpreter first, as on the local backend: `python` is its python.
             "path": _job_path(launch),

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from verifiers.errors import SandboxUnavailable
 
 from ._base import Limits
+from ._cgroups import RunnerCgroup, make_runner_cgroup
 from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
 from ._client import pooled_session as _pooled_session
 from ._images import find_images
@@ -43,6 +44,9 @@ log = logging.getLogger("verifiers.sandbox")
 Isolation = Literal["bwrap", "unshare", "none"]
 _RUNNER_CAPS = ("SETUID", "SETGID", "CHOWN", "KILL", "DAC_OVERRIDE", "FOWNER")
 _WORK_ROOT = "/sandbox"
+_SCRATCH_MB = 64
+"""Size of the runner's private ``/tmp`` and ``/dev/shm`` (as Docker's ``/tmp`` and shm)."""
+_CGROUP_MOUNT = "/run/verifiers/cgroup"
 _warned = False
 
 
@@ -100,13 +104,27 @@ def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
                 made.add(name)
                 argv += ["--perms", "0755", "--dir", name]
         argv += ["--ro-bind", text, text]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", work_root]
+    argv += ["--proc", "/proc", "--dev", "/dev", *_bwrap_scratch(settings, work_root)]
     argv += ["--chdir", "/"]
     if os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]
         for cap in _RUNNER_CAPS:
             argv += ["--cap-add", f"CAP_{cap}"]
     return argv
+
+
+def _bwrap_scratch(settings: SandboxSettings, work_root: str) -> list[str]:
+    """The runner's writable places, each a size-capped tmpfs of its own (an uncapped one
+    lets one job fill the host's memory; Docker caps its own the same way), and a POSIX message queue mount of its own IPC
+    namespace (so the runner can list and remove the queues a job leaves)."""
+    work = settings.work_mb << 20
+    scratch = _SCRATCH_MB << 20
+    return [  # /tmp and /dev/shm as in a container: world-writable, sticky
+        *("--perms", "1777", "--size", str(scratch), "--tmpfs", "/tmp"),
+        *("--perms", "1777", "--size", str(scratch), "--tmpfs", "/dev/shm"),
+        *("--mqueue", "/dev/mqueue"),
+        *("--size", str(work), "--tmpfs", work_root),
+    ]
 
 
 def _unshare_argv() -> list[str]:
@@ -172,9 +190,12 @@ class _ProcessChannel(StreamChannel):
 
 
 class _LocalWorker(Worker):
-    def __init__(self, channel: _ProcessChannel, key: Hashable) -> None:
+    def __init__(
+        self, channel: _ProcessChannel, key: Hashable, cgroup: RunnerCgroup | None = None
+    ) -> None:
         super().__init__(channel, key)
         self.process = channel.process
+        self.cgroup = cgroup
 
     async def kill(self) -> None:
         self.broken = self.broken or "killed"
@@ -188,6 +209,9 @@ class _LocalWorker(Worker):
             await asyncio.wait_for(self.process.wait(), 10)
         except TimeoutError:
             log.warning("local sandbox runner %d did not exit after SIGKILL", self.process.pid)
+        if self.cgroup is not None:
+            cgroup, self.cgroup = self.cgroup, None
+            await asyncio.get_running_loop().run_in_executor(None, cgroup.remove)
 
 
 class LocalProvider:
@@ -202,6 +226,8 @@ class LocalProvider:
             _warn_once()
         self._pool = WorkerPool(self._start, self.settings)
         self._next_slot = 0
+        self._cgroups: dict[int, RunnerCgroup] = {}
+        self._last_uid = 0
 
     def _job_uid(self) -> int:
         # A uid per runner keeps RLIMIT_NPROC and the process sweep per runner; the pid term
@@ -219,6 +245,7 @@ class LocalProvider:
             runner_python = str(local)
         bin_dir, _ = _env_prefix(settings)
         uid = self._job_uid()
+        self._last_uid = uid
         private = self.isolation in ("bwrap", "unshare")
         # bwrap gives each runner its own tmpfs; otherwise each gets its own host folder.
         work_root = _WORK_ROOT if self.isolation == "bwrap" else f"{_host_work_root()}/{uid}"
@@ -247,15 +274,35 @@ class LocalProvider:
         if launch.preload:
             config["preload"] = launch.preload
             config["preload_timeout"] = self.settings.start_timeout_s
+        binds = self._job_isolation(config, uid)
         runner = [runner_python, "-I", "-c", runner_source(), json.dumps(config)]
         if self.isolation == "bwrap":
-            return [*_bwrap_argv(settings, work_root), *runner]
+            return [*_bwrap_argv(settings, work_root), *binds, *runner]
         if self.isolation == "unshare":
             return [*_unshare_argv(), *runner]
         return runner
 
+    def _job_isolation(self, config: dict[str, Any], uid: int) -> list[str]:
+        """What keeps one job from changing what the next job of the runner gets: private IPC
+        and scratch where the namespaces give them (the runner scrubs and checks them after
+        each job), and a cgroup of its own per job where the host has one for us (memory and
+        pids counted over all of the job's processes). Returns extra bubblewrap arguments;
+        the runner's cgroup is kept in ``self._cgroups[uid]`` for removal with the runner."""
+        private = self.isolation in ("bwrap", "unshare")
+        config["private_ipc"] = private
+        config["private_scratch"] = self.isolation == "bwrap"
+        config["mqueue"] = "/dev/mqueue" if self.isolation == "bwrap" else ""
+        cgroup = make_runner_cgroup(str(uid)) if os.geteuid() == 0 else None
+        if cgroup is None:
+            return []
+        self._cgroups[uid] = cgroup
+        inside = _CGROUP_MOUNT if self.isolation == "bwrap" else None
+        config["cgroup"] = cgroup.runner_config(inside)
+        return cgroup.bwrap_binds(_CGROUP_MOUNT) if inside else []
+
     async def _start(self, key: Hashable) -> Worker:
         argv = self._command(key)
+        cgroup = self._cgroups.pop(self._last_uid, None)
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -267,8 +314,10 @@ class LocalProvider:
                 limit=1 << 20,
             )
         except OSError as exc:
+            if cgroup is not None:
+                cgroup.remove()
             raise SandboxUnavailable(f"cannot start the local sandbox runner: {exc}") from None
-        worker = _LocalWorker(_ProcessChannel(process), key)
+        worker = _LocalWorker(_ProcessChannel(process), key, cgroup)
         try:
             await worker.handshake(self.settings.start_timeout_s)
         except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:

@@ -115,10 +115,19 @@ def _read_exact(fd: int, size: int) -> bytes | None:
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
+    short_of_memory = 0
     while view:
         try:
             written = os.write(fd, view)
         except InterruptedError:
+            continue
+        except OSError as exc:
+            # A job at its memory cgroup's limit can make a kernel buffer allocation fail for
+            # a moment (the OOM killer is still freeing it); the reply must still get out.
+            if exc.errno not in (errno.ENOMEM, errno.ENOBUFS) or short_of_memory >= 500:
+                raise
+            short_of_memory += 1
+            time.sleep(0.01)
             continue
         view = view[written:]
 
@@ -154,6 +163,161 @@ def _oom_kills() -> int:
     return -1
 
 
+_SHMEM_SLACK = 2 << 20
+"""Shared memory a finished job may leave charged (page rounding, kernel bookkeeping)."""
+
+
+def _memory_stat_path() -> str:
+    """The memory cgroup's ``memory.stat`` visible to us (v2 or v1), or ``""``."""
+    for path in ("/sys/fs/cgroup/memory.stat", "/sys/fs/cgroup/memory/memory.stat"):
+        if os.path.exists(path):
+            return path
+    return ""
+
+
+def _shmem_bytes(path: str) -> int:
+    """Shared memory (tmpfs, shm) charged to the cgroup whose ``memory.stat`` is ``path``;
+    hierarchical where v1 says so (``total_shmem``); -1 when unknown."""
+    if not path:
+        return -1
+    try:
+        with open(path) as handle:
+            fields = dict(line.split()[:2] for line in handle if len(line.split()) >= 2)
+    except OSError:
+        return -1
+    for name in ("total_shmem", "shmem"):
+        if name in fields:
+            try:
+                return int(fields[name])
+            except ValueError:
+                return -1
+    return -1
+
+
+def _mqueue_mount(path: str) -> str:
+    """``path`` when a POSIX message queue filesystem of our own IPC namespace is mounted
+    there (so its queues can be listed and removed), else ``""``."""
+    if not path:
+        return ""
+    try:
+        with open("/proc/self/mounts") as handle:
+            for line in handle:
+                parts = line.split()
+                if len(parts) >= 3 and parts[1] == path and parts[2] == "mqueue":
+                    return path
+    except OSError:
+        pass
+    return ""
+
+
+# Syscalls no job needs whose state outlives the job: the kernel keyrings are per uid, not per
+# namespace (a key added by one job is there for the next job of the same uid, on the local
+# backend even across runners); POSIX message queues where no mqueue mount of our own lets us
+# list and remove them. Numbers per audit arch: (arch, nr mask, keyring calls, mq_open).
+_AUDIT_ARCHES = (
+    (0xC000003E, 0xBFFFFFFF, (248, 249, 250), 240),  # x86_64 (the mask folds x32 in)
+    (0x40000003, 0xFFFFFFFF, (286, 287, 288), 277),  # i386 (int 0x80 from a 64-bit job)
+    (0xC00000B7, 0xFFFFFFFF, (217, 218, 219), 180),  # aarch64
+)
+
+
+def _seccomp_filter(*, block_mqueue: bool) -> bytes:
+    """A classic-BPF seccomp program: the calls above fail with ``EPERM``, the rest run."""
+    ld_abs, jeq, and_k, ret = 0x20, 0x15, 0x54, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
+    program: list[tuple[int, int, int, int]] = [(ld_abs, 0, 0, 4)]  # A = arch
+    for arch, mask, keyring, mq_open in _AUDIT_ARCHES:
+        calls = [*keyring, *([mq_open] if block_mqueue else [])]
+        body: list[tuple[int, int, int, int]] = [(ld_abs, 0, 0, 0)]  # A = nr
+        if mask != 0xFFFFFFFF:
+            body.append((and_k, 0, 0, mask))
+        for index, nr in enumerate(calls):
+            body.append((jeq, len(calls) - index, 0, nr))  # to the deny after "ret allow"
+        body.append((ret, 0, 0, allow))
+        body.append((ret, 0, 0, deny))
+        body.append((ld_abs, 0, 0, 4))  # A = arch again for the next test
+        program.append((jeq, 0, len(body), arch))
+        program.extend(body)
+    program.append((ret, 0, 0, allow))
+    return b"".join(struct.pack("=HBBI", *op) for op in program)
+
+
+class _SeccompProgram:
+    """A filter ready for ``prctl(PR_SET_SECCOMP)``, built once in the runner (jobs fork it)."""
+
+    def __init__(self, program: bytes) -> None:
+        import ctypes
+
+        class _Fprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        self._buffer = ctypes.create_string_buffer(program, len(program))
+        self._fprog = _Fprog(len(program) // 8, ctypes.addressof(self._buffer))
+        self.address = ctypes.c_void_p(ctypes.addressof(self._fprog))
+
+    def install(self) -> bool:
+        """``PR_SET_NO_NEW_PRIVS`` then the filter, in the job child before it drops to the
+        job uid (no new privileges also keeps setuid programs of a host system view inert).
+        False when the kernel refuses."""
+        if not _prctl:
+            _set_dumpable(0)  # loads libc's prctl (the runner set 0 already)
+        if not _prctl:
+            return False
+        _prctl[0](38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        return int(_prctl[0](22, 2, self.address, 0, 0)) == 0  # SECCOMP_MODE_FILTER
+
+
+def _probe_seccomp(program: _SeccompProgram) -> bool:
+    """Whether a child can install the filter and is then refused ``keyctl``."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            import ctypes
+
+            if program.install():
+                libc = ctypes.CDLL(None, use_errno=True)
+                arch_nr = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine, -1)
+                if arch_nr > 0 and libc.syscall(arch_nr, 0, -4, 0) == -1:  # KEYCTL_GET_KEYRING_ID
+                    code = 0 if ctypes.get_errno() == errno.EPERM else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _cg_write(path: str, name: str, value: str, *, optional: bool = False) -> bool:
+    """Write a cgroup control file; an absent optional one is False, any other error raises."""
+    try:
+        with open(os.path.join(path, name), "w") as handle:
+            handle.write(value)
+        return True
+    except (FileNotFoundError, PermissionError):
+        if optional:
+            return False
+        raise
+
+
+def _cg_counter(path: str, key: str) -> int:
+    try:
+        with open(path) as handle:
+            for line in handle:
+                parts = line.split()
+                if len(parts) == 2 and parts[0] == key:
+                    return int(parts[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _cg_members(path: str) -> list[int]:
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as handle:
+            return [int(line) for line in handle if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
 class Runner:
     """The job server. ``config`` comes from the host as the first argv (JSON)."""
 
@@ -169,6 +333,24 @@ class Runner:
         self.nproc = bool(config.get("nproc", True))
         self.path = str(config.get("path", "/usr/local/bin:/usr/bin:/bin"))
         self.base_env = {str(k): str(v) for k, v in dict(config.get("env", {})).items()}
+        self.private_ipc = bool(config.get("private_ipc", False))
+        self.private_scratch = bool(config.get("private_scratch", False))
+        self.mqueue_dir = _mqueue_mount(str(config.get("mqueue", "")))
+        self.seccomp: _SeccompProgram | None = None
+        if config.get("seccomp", True):
+            program = _SeccompProgram(_seccomp_filter(block_mqueue=not self.mqueue_dir))
+            self.seccomp = program if _probe_seccomp(program) else None
+        self.cgroup_stat = _memory_stat_path()
+        cgroup = dict(config.get("cgroup") or {})
+        self.cgroup_version = int(cgroup.get("version", 0))
+        self.cgroup_dirs = {str(k): str(v) for k, v in dict(cgroup.get("dirs") or {}).items()}
+        if self.cgroup_dirs:
+            self.cgroup_stat = os.path.join(
+                self.cgroup_dirs.get("memory", self.cgroup_dirs.get("unified", "")), "memory.stat"
+            )
+        self.jobs_started = 0
+        self.scratch_baseline = self._scratch_snapshot()
+        self.shmem_baseline = _shmem_bytes(self.cgroup_stat)
         self.workdir: str | None = None
         self.sessions = 0
         self.tainted: str | None = None
@@ -206,6 +388,7 @@ class Runner:
                 "oom_counter": _oom_kills() >= 0,
                 "fast_python": self.zygote is not None,
                 "preload_error": self.preload_error,
+                "isolation": self.isolation_report(),
             }
         )
         while True:
@@ -227,6 +410,17 @@ class Runner:
         self.sweep(None)
         self.remove_workdir()
         return 0
+
+    def isolation_report(self) -> dict[str, Any]:
+        """What holds between jobs here (``verifiers sandbox check`` prints it)."""
+        return {
+            "keyring_blocked": self.seccomp is not None,
+            "ipc_scrub": self.private_ipc or (self.is_root and self.job_uid != 0),
+            "mqueue": "scrub" if self.mqueue_dir else ("block" if self.seccomp else "open"),
+            "scratch_scrub": "all" if self.private_scratch else "job uid",
+            "shmem_check": self.shmem_baseline >= 0,
+            "job_cgroup": self.cgroup_report(),
+        }
 
     def send(self, message: dict[str, Any]) -> None:
         _write_all(self.wfd, encode_frame(message))
@@ -298,40 +492,180 @@ class Runner:
         return {"workdir": path}
 
     def end(self) -> dict[str, Any]:
+        """Kill what is left of the job and remove everything it could have left behind.
+
+        Total: every step runs even when an earlier one failed, any exception counts as a
+        failure (a job decides the shape of what it leaves: a tree deeper than the recursion
+        limit, a file it made unremovable), and any failure taints the runner, which then
+        refuses sessions until the host recycles it.
+        """
+        problems: list[str] = []
         leftover = self.sweep(None)
-        try:
-            removed = self.remove_workdir() and self.scrub_shared()
-        except OSError:
-            removed = False
-        clean = leftover == 0 and removed
+        if leftover:
+            problems.append(f"{leftover} job processes survived")
+        for what, step in (
+            ("work dir", self.remove_workdir),
+            ("shared scratch", self.scrub_shared),
+            ("IPC objects", self.scrub_ipc),
+            ("shared memory", self.check_shmem),
+        ):
+            try:
+                ok = step()
+            except Exception as exc:  # any failure of cleanup is a tamper sign, never fatal
+                ok = False
+                what = f"{what} ({type(exc).__name__}: {exc})"
+            if not ok:
+                problems.append(f"{what} not clean")
+        clean = not problems
         if not clean:
-            self.tainted = f"{leftover} job processes survived" if leftover else "work dir stuck"
-        return {"clean": clean, "leftover": leftover}
+            self.tainted = "; ".join(problems)
+        reply: dict[str, Any] = {"clean": clean, "leftover": leftover}
+        if problems:
+            reply["problems"] = problems
+        return reply
 
     def scrub_shared(self) -> bool:
-        """Remove what the job left in the container-wide scratch dirs (/tmp, /dev/shm, ...).
+        """Remove what the job left in the scratch dirs outside its work dir (/tmp, /dev/shm,
+        /var/tmp, POSIX message queues), and check that nothing is left.
 
-        Those outlive the job's work dir: without this, one rollout's files (or a full tmpfs)
-        would reach the next rollout in the same container. Only when jobs run under their
-        own uid, so that "owned by the job uid" means "made by a job".
+        Those outlive the job's work dir: without this, one rollout's files (or a full tmpfs,
+        or shared memory charged to the container's memory cgroup) would reach the next
+        rollout in the same container. When the scratch dirs are private to this runner (a
+        container, bubblewrap's own tmpfs), everything that was not there when the runner
+        started goes; otherwise only what the job uid owns, and only when jobs run under their
+        own uid (so that "owned by the job uid" means "made by a job").
         """
-        if not (self.is_root and self.job_uid != 0):
-            return True
-        for folder in _SHARED_SCRATCH:
+        folders = list(_SHARED_SCRATCH)
+        if self.mqueue_dir:
+            folders.append(self.mqueue_dir)
+        clean = True
+        for folder in folders:
+            for _ in range(2):  # remove, then verify
+                try:
+                    entries = list(os.scandir(folder))
+                except OSError:
+                    break
+                doomed = [e for e in entries if self._made_by_jobs(folder, e)]
+                if not doomed:
+                    break
+                for entry in doomed:
+                    try:
+                        _rmtree(entry.path)
+                    except FileNotFoundError:
+                        continue
+                    except OSError:
+                        clean = False
+            else:
+                clean = False
+        return clean
+
+    def _made_by_jobs(self, folder: str, entry: os.DirEntry[str]) -> bool:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if self.private_scratch:
+            return (entry.name, info.st_ino) not in self.scratch_baseline.get(folder, set())
+        return self.is_root and self.job_uid != 0 and info.st_uid == self.job_uid
+
+    def _scratch_snapshot(self) -> dict[str, set[tuple[str, int]]]:
+        """What the scratch dirs hold before any job ran (kept by ``scrub_shared``)."""
+        snapshot: dict[str, set[tuple[str, int]]] = {}
+        for folder in (*_SHARED_SCRATCH, self.mqueue_dir):
+            if not folder:
+                continue
             try:
-                names = os.listdir(folder)
+                snapshot[folder] = {(e.name, e.inode()) for e in os.scandir(folder)}
             except OSError:
                 continue
-            for name in names:
-                path = os.path.join(folder, name)
-                try:
-                    if os.lstat(path).st_uid == self.job_uid:
-                        _rmtree(path)
-                except FileNotFoundError:
+        return snapshot
+
+    def scrub_ipc(self) -> bool:
+        """Remove the System V shared memory segments, message queues and semaphore sets
+        jobs made, and check that none is left.
+
+        They live in the IPC namespace, not in any file a job owns, so they outlive the job
+        that made them: a segment can carry data (expected values learnt by one sample, read
+        by the next) and stays charged to the memory cgroup. Where the namespace is private to
+        this runner every object in it is a job's; otherwise only the job uid's. Removal runs
+        as the job uid (``IPC_RMID`` needs the owner or creator; the runner has no
+        ``CAP_SYS_ADMIN``).
+        """
+        if not (self.private_ipc or (self.is_root and self.job_uid != 0)):
+            return True  # the host's namespace and no uid of our own: nothing is ours
+        found = self._ipc_objects()
+        if not found:
+            return True
+        self._remove_ipc(found)
+        return not self._ipc_objects()
+
+    def _ipc_objects(self) -> list[tuple[str, int]]:
+        objects: list[tuple[str, int]] = []
+        for kind, id_column in (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid")):
+            try:
+                with open(f"/proc/sysvipc/{kind}") as handle:
+                    lines = handle.read().splitlines()
+            except OSError:
+                continue
+            if not lines:
+                continue
+            header = lines[0].split()
+            try:
+                at_id, at_uid, at_cuid = (header.index(c) for c in (id_column, "uid", "cuid"))
+            except ValueError:
+                continue
+            for line in lines[1:]:
+                cols = line.split()
+                if len(cols) <= max(at_id, at_uid, at_cuid):
                     continue
-                if os.path.lexists(path) and os.lstat(path).st_uid == self.job_uid:
-                    return False
-        return True
+                owners = {int(cols[at_uid]), int(cols[at_cuid])}
+                if self.private_ipc or self.job_uid in owners:
+                    objects.append((kind, int(cols[at_id])))
+        return objects
+
+    def _remove_ipc(self, objects: list[tuple[str, int]]) -> None:
+        """``IPC_RMID`` each object, from a child running as the job uid."""
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                if self.is_root:
+                    os.setgroups([])
+                    os.setgid(self.job_gid)
+                    os.setuid(self.job_uid)
+                for kind, ident in objects:
+                    if kind == "shm":
+                        libc.shmctl(ident, 0, None)  # IPC_RMID
+                    elif kind == "msg":
+                        libc.msgctl(ident, 0, None)
+                    else:
+                        libc.semctl(ident, 0, 0)
+                code = 0
+            finally:
+                os._exit(code)
+        while True:
+            try:
+                os.waitpid(pid, 0)
+                return
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                return
+
+    def check_shmem(self) -> bool:
+        """True when the shared memory charged to our memory cgroup (tmpfs files, SysV and
+        POSIX shm) is back to what it was before any job ran.
+
+        The check behind the scrubs: whatever a job found to keep shared memory alive, it
+        would be charged to the cgroup and shrink what the next job may use (a hog's leak
+        would OOM-kill the next honest sample). Where no memory cgroup is visible, True.
+        """
+        if self.shmem_baseline < 0:
+            return True
+        return _shmem_bytes(self.cgroup_stat) <= self.shmem_baseline + _SHMEM_SLACK
 
     def remove_workdir(self) -> bool:
         path, self.workdir = self.workdir, None
@@ -339,6 +673,83 @@ class Runner:
             return True
         _rmtree(path)
         return not os.path.lexists(path)
+
+    # .. per-job cgroups .....................................................................
+
+    def cgroup_report(self) -> dict[str, Any] | None:
+        """Which per-job cgroup limits hold (None: none, rlimits per process only)."""
+        if not self.cgroup_dirs:
+            return None
+        return {
+            "version": self.cgroup_version,
+            "memory": "memory" in self.cgroup_dirs,
+            "pids": "pids" in self.cgroup_dirs,
+        }
+
+    def job_cgroups(self, limits: dict[str, Any]) -> list[str]:
+        """Make this job's own cgroups (one per hierarchy) with its memory and pids limits;
+        the job child joins them before it runs anything (``limits["cgroup_procs"]``).
+
+        Memory then counts every process of the job together (``RLIMIT_AS`` is per process:
+        20 forked children could hold 20 times the limit), with the tmpfs pages it writes.
+        """
+        self.jobs_started += 1
+        made: list[str] = []
+        if not self.cgroup_dirs:
+            return made
+        memory = str(int(limits.get("memory_mb", 512)) << 20)
+        pids = str(int(limits.get("pids", 64)))
+        name = f"job{self.jobs_started}"
+        try:
+            for kind, parent in self.cgroup_dirs.items():
+                path = os.path.join(parent, name)
+                os.mkdir(path)
+                made.append(path)
+                if self.cgroup_version == 2:
+                    _cg_write(path, "memory.max", memory)
+                    _cg_write(path, "memory.swap.max", "0", optional=True)
+                    _cg_write(path, "pids.max", pids)
+                elif kind == "memory":
+                    _cg_write(path, "memory.limit_in_bytes", memory)
+                    _cg_write(path, "memory.memsw.limit_in_bytes", memory, optional=True)
+                    _cg_write(path, "memory.swappiness", "0", optional=True)
+                elif kind == "pids":
+                    _cg_write(path, "pids.max", pids)
+        except OSError as exc:
+            self.release_job_cgroups(made)
+            raise RequestError("runner", f"cannot make the job's cgroup: {exc}") from None
+        limits["cgroup_procs"] = [os.path.join(p, "cgroup.procs") for p in made]
+        limits["cgroup_memory"] = self.cgroup_version == 2 or "memory" in self.cgroup_dirs
+        return made
+
+    def release_job_cgroups(self, made: list[str]) -> tuple[bool, int]:
+        """Kill whatever is still in the job's cgroups and remove them: (OOM-killed, how many
+        cgroups could not be removed)."""
+        oom = False
+        stuck = 0
+        for path in made:
+            for events in ("memory.events", "memory.oom_control"):
+                count = _cg_counter(os.path.join(path, events), "oom_kill")
+                oom = oom or count > 0
+            for _ in range(200):
+                members = _cg_members(path)
+                if not members:
+                    break
+                if not _cg_write(path, "cgroup.kill", "1", optional=True):
+                    for pid in members:
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except OSError:
+                            pass
+                self._reap_children()
+                time.sleep(0.005)
+            try:
+                os.rmdir(path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                stuck += 1
+        return oom, stuck
 
     # .. jobs ...............................................................................
 
@@ -358,6 +769,7 @@ class Runner:
         stdin_data = unb64(request["stdin"]) if request.get("stdin") else b""
 
         oom_before = _oom_kills()
+        job_cgroups = self.job_cgroups(limits)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -376,6 +788,8 @@ class Runner:
             pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, fast is not None
         )
         duration = time.monotonic() - started
+        cgroup_oom, cgroup_left = self.release_job_cgroups(job_cgroups)
+        result["leftover"] = max(0, int(result["leftover"])) + cgroup_left
         status, usage = result["status"], result["usage"]
         if os.WIFSIGNALED(status):
             returncode = -os.WTERMSIG(status)
@@ -385,7 +799,7 @@ class Runner:
             returncode = -signal.SIGKILL
         timed_out = bool(result["timed_out"]) or returncode == -signal.SIGXCPU
         oom_after = _oom_kills()
-        oom = oom_before >= 0 and oom_after > oom_before
+        oom = (oom_before >= 0 and oom_after > oom_before) or cgroup_oom
         stderr = result["stderr"]
         if not oom and returncode != 0 and not timed_out:
             tail = stderr[-4096:]
@@ -496,7 +910,7 @@ class Runner:
             (resource.RLIMIT_FSIZE, int(limits.get("file_bytes", 64 << 20))),
             (resource.RLIMIT_NOFILE, 1024),
         ]
-        if self.address_space:
+        if self.address_space and not limits.get("cgroup_memory"):
             settings.append((resource.RLIMIT_AS, memory))
         if self.nproc:
             settings.append((resource.RLIMIT_NPROC, int(limits.get("pids", 64))))
@@ -507,6 +921,11 @@ class Runner:
                 soft, hard = resource.getrlimit(which)
                 if hard == resource.RLIM_INFINITY or value < hard:
                     resource.setrlimit(which, (value, hard))
+        for procs in limits.get("cgroup_procs") or ():
+            with open(str(procs), "w") as handle:  # joins the job's own cgroup
+                handle.write(str(os.getpid()))
+        if self.seccomp is not None and not self.seccomp.install():
+            raise OSError(errno.EPERM, "the job's seccomp filter was refused")
         if self.is_root:
             os.setgroups([])
             os.setgid(self.job_gid)
@@ -1195,8 +1614,50 @@ def _is_zombie(pid: int) -> bool:
 _SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
 
 
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FDS = 32
+"""Most directory fds ``_rmtree`` holds at once, however deep the tree."""
+
+
+class _Level:
+    """One directory on ``_rmtree``'s path: its fd (or -1 once closed), its name in its
+    parent, its inode, and the subdirectories still to remove."""
+
+    __slots__ = ("fd", "ino", "name", "pending")
+
+    def __init__(self, fd: int, name: str, ino: int, pending: list[str]) -> None:
+        self.fd = fd
+        self.name = name
+        self.ino = ino
+        self.pending = pending
+
+
+def _empty_out(fd: int) -> list[str]:
+    """Unlink every non-directory entry of the open directory ``fd``; its subdirectories."""
+    try:
+        os.chmod(fd, 0o700)  # a job may have made it unreadable or unwritable
+    except OSError:
+        pass
+    subdirs: list[str] = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                subdirs.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+    return subdirs
+
+
 def _rmtree(path: str) -> None:
-    """Remove a tree without following symlinks; fixes modes the job may have removed."""
+    """Remove a tree without following symlinks, however deep or wide it is.
+
+    A job decides the shape of what it leaves behind, so this is iterative (a chain deeper
+    than the recursion limit must not raise ``RecursionError``), works relative to directory
+    fds (paths deeper than ``PATH_MAX`` are fine), holds at most ``_OPEN_FDS`` fds (climbing
+    back through ``..``, checked by inode), lists each directory once, and fixes modes the job
+    removed. Linear in the number of entries. Raises ``OSError`` when something cannot be
+    removed; callers treat that as a tainted runner.
+    """
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -1204,17 +1665,44 @@ def _rmtree(path: str) -> None:
     if not stat.S_ISDIR(info.st_mode):
         os.unlink(path)
         return
+    parent = os.path.dirname(path.rstrip("/")) or "/"
+    top_fd = os.open(parent, _OPEN_DIR)
+    stack: list[_Level] = []
     try:
-        os.chmod(path, 0o700)
-    except OSError:
-        pass
-    try:
-        names = os.listdir(path)
-    except OSError:
-        names = []
-    for name in names:
-        _rmtree(os.path.join(path, name))
-    os.rmdir(path)
+        fd = os.open(os.path.basename(path.rstrip("/")), _OPEN_DIR, dir_fd=top_fd)
+        stack.append(_Level(fd, os.path.basename(path.rstrip("/")), os.fstat(fd).st_ino, []))
+        stack[-1].pending = _empty_out(fd)
+        while stack:
+            level = stack[-1]
+            if level.pending:
+                name = level.pending.pop()
+                child = os.open(name, _OPEN_DIR, dir_fd=level.fd)
+                stack.append(_Level(child, name, os.fstat(child).st_ino, []))
+                if len(stack) > _OPEN_FDS:
+                    old = stack[-1 - _OPEN_FDS]
+                    if old.fd >= 0:
+                        os.close(old.fd)
+                        old.fd = -1
+                stack[-1].pending = _empty_out(child)
+                continue
+            stack.pop()
+            if stack:
+                above = stack[-1]
+                if above.fd < 0:  # closed to bound the fds: climb back to it
+                    above.fd = os.open("..", _OPEN_DIR, dir_fd=level.fd)
+                    if os.fstat(above.fd).st_ino != above.ino:
+                        raise OSError(errno.ESTALE, "directory moved during removal", path)
+                os.close(level.fd)
+                os.rmdir(level.name, dir_fd=above.fd)
+            else:
+                os.close(level.fd)
+                os.rmdir(level.name, dir_fd=top_fd)
+            level.fd = -1
+    finally:
+        for level in stack:
+            if level.fd >= 0:
+                os.close(level.fd)
+        os.close(top_fd)
 
 
 def main(argv: list[str]) -> int:

@@ -231,23 +231,21 @@ def _exists(client: Any, cid: str) -> bool:
 @pytest.mark.docker
 def test_prune_removes_dead_owners_only() -> None:
     import docker
-    from verifiers.sandbox._docker import JOB_UID, prune_containers
+    from verifiers.sandbox._docker import JOB_UID, owner_label, prune_containers
 
     client = docker.from_env()
     image = client.images.get("verifiers-sandbox/python:latest").id
+    host, _, _, boot, pidns = owner_label().split(":")
     dead = client.api.create_container(
         image,
         ["sleep", "60"],
         labels={
             "verifiers.sandbox": "runner",
-            "verifiers.sandbox.owner": f"{os.uname().nodename}:999999:1",
+            "verifiers.sandbox.owner": f"{host}:999999:1:{boot}:{pidns}",
         },
         user=str(JOB_UID),
     )
-    alive_owner = (
-        f"{os.uname().nodename}:{os.getpid()}:"
-        + open(f"/proc/{os.getpid()}/stat").read().rsplit(")", 1)[1].split()[19]
-    )
+    alive_owner = owner_label()
     alive = client.api.create_container(
         image,
         ["sleep", "60"],
@@ -290,3 +288,55 @@ def test_attach_channel_works_like_the_socket_channel() -> None:
             await provider.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.docker
+def test_a_scorer_in_another_pid_namespace_never_reaps_live_containers() -> None:
+    """A scorer in its own PID namespace (a container, a pod, ``unshare --pid``) sharing the
+    engine must not judge our live containers dead: it cannot see our PIDs."""
+    import asyncio
+    import subprocess
+    import sys
+
+    import docker
+    from verifiers.sandbox._docker import DockerProvider
+
+    prune = (
+        "from verifiers.sandbox._docker import connect, prune_containers\n"
+        "from verifiers.sandbox import SandboxSettings\n"
+        "client = connect(SandboxSettings())\n"
+        "print(prune_containers(client))\n"
+    )
+
+    async def body() -> tuple[str, int, bytes]:
+        provider = DockerProvider()
+        try:
+            await provider.warm("python", 1)
+            (cid,) = provider.container_ids()
+            done = await asyncio.to_thread(
+                subprocess.run,
+                ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", prune],
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr[-500:]
+            client = docker.from_env()
+            try:
+                assert _exists(client, cid), "a scorer in another PID namespace reaped it"
+            finally:
+                client.close()
+            async with provider.session("python") as sandbox:
+                result = await sandbox.exec(["python3", "-c", "print('still here')"])
+            return cid, result.returncode, result.stdout
+        finally:
+            await provider.close()
+
+    cid, code, out = asyncio.run(body())
+    assert (code, out) == (0, b"still here\n")
+    client = docker.from_env()
+    try:
+        # Closed by its provider now; it was alive (and served the session) until then.
+        assert not _exists(client, cid)
+    finally:
+        client.close()

@@ -274,10 +274,17 @@ def test_unclean_end_taints_the_runner(tmp_path: Any) -> None:
     runner = Runner.__new__(Runner)  # the logic only: no fds, signals or zygote needed
     runner.tainted = None
     runner.is_root, runner.job_uid = False, os.getuid()  # no shared scratch to scrub
+    runner.private_scratch = runner.private_ipc = False
+    runner.mqueue_dir, runner.shmem_baseline = "", -1
     runner.workdir = str(tmp_path / "job1")
     os.mkdir(runner.workdir)
     runner.sweep = lambda pgid: 1  # type: ignore[method-assign]  # a job process survived
-    assert runner.dispatch({"op": "end"}) == {"clean": False, "leftover": 1}
+    reply = runner.dispatch({"op": "end"})
+    assert (reply["clean"], reply["leftover"], reply["problems"]) == (
+        False,
+        1,
+        ["1 job processes survived"],
+    )
     for op in ("begin", "exec", "write", "read"):
         with pytest.raises(RequestError) as refused:
             runner.dispatch({"op": op})
