@@ -42,7 +42,8 @@ from ._base import Limits
 from ._cgroups import RunnerCgroup, make_runner_cgroup
 from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
 from ._client import pooled_session as _pooled_session
-from ._images import get_image
+from ._images import find_images, get_image
+from ._launch import RunnerLaunch, runner_launch
 from ._runtimes import Runtime, load_runtime, ready_rootfs
 from ._settings import SandboxSettings
 
@@ -301,7 +302,15 @@ class LocalProvider:
         found = self._runtime_root(image)
         if found is not None:
             return self._runtime_command(*found)
-        bin_dir, _ = _env_prefix(self.settings)
+        # The local_python escape hatch: host directories and a host interpreter.
+        launch = _launch_for(key, self.settings)
+        settings = self.settings
+        runner_python = _system_python()
+        local = launch.local_interpreter()
+        if local is not None:  # the runtime has its own interpreter: runner and jobs use it
+            settings = settings.model_copy(update={"local_python": local})
+            runner_python = str(local)
+        bin_dir, _ = _env_prefix(settings)
         uid = self._job_uid()
         self._last_uid = uid
         private = self.isolation in ("bwrap", "unshare")
@@ -329,10 +338,13 @@ class LocalProvider:
         if self.isolation == "unshare" and os.geteuid() != 0:
             config["job_uid"] = 0  # only uid 0 is mapped in the user namespace
             config["job_gid"] = 0
+        if launch.preload:
+            config["preload"] = launch.preload
+            config["preload_timeout"] = self.settings.start_timeout_s
         binds = self._job_isolation(config, uid)
-        runner = [_system_python(), "-I", "-c", runner_source(), json.dumps(config)]
+        runner = [runner_python, "-I", "-c", runner_source(), json.dumps(config)]
         if self.isolation == "bwrap":
-            return [*_bwrap_argv(self.settings, work_root), *binds, *runner]
+            return [*_bwrap_argv(settings, work_root), *binds, *runner]
         if self.isolation == "unshare":
             return [*_unshare_argv(), *runner]
         return runner
@@ -351,8 +363,12 @@ class LocalProvider:
             "path": runtime.path_env,
             "env": runtime.job_env(),
         }
+        launch = runner_launch(get_image(runtime.name, self.settings))
+        if launch.preload:  # a warm zygote that ran the runtime's preload (blender: bpy)
+            config["preload"] = launch.preload
+            config["preload_timeout"] = self.settings.start_timeout_s
         binds = self._job_isolation(config, uid)  # the same per-job isolation as below
-        runner = [runtime.python, "-I", "-c", runner_source(), json.dumps(config)]
+        runner = [runtime.interpreter, "-I", "-c", runner_source(), json.dumps(config)]
         return [*_rootfs_bwrap_argv(self.settings, root, _RUNTIME_WORK_ROOT), *binds, *runner]
 
     def _job_isolation(self, config: dict[str, Any], uid: int) -> list[str]:
@@ -432,6 +448,17 @@ class LocalProvider:
         await self._pool.close()
         if self.isolation != "bwrap":
             shutil.rmtree(_host_work_root(), ignore_errors=True)
+
+
+def _launch_for(key: Hashable, settings: SandboxSettings) -> RunnerLaunch:
+    """The runtime's launch settings for a pool key ``(image, memory, pids)``.
+
+    Runtimes without a ``runtime.toml`` (and names with no image folder, which the local
+    backend has always accepted) start the default runner.
+    """
+    image = key[0] if isinstance(key, tuple) and key else "python"
+    definition = find_images(settings).get(str(image))
+    return runner_launch(definition) if definition is not None else RunnerLaunch()
 
 
 def _host_work_root() -> str:

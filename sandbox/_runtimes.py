@@ -26,6 +26,8 @@ So both backends run bit-identical files, and the host's venv is never visible t
     apt = ["python3", ...]          # Debian packages
     wheels = ["numpy==2.3.5", ...]  # every distribution, pinned, dependencies included
     imports = ["numpy", ...]        # modules that must import
+    preload = "preload.py"          # optional: run once in the runner's zygote (warm imports)
+    overhead_mb = 512               # optional: the zygote's memory, added to a container limit
     [runtime.env]                   # extra job environment
     KEY = "value"
 
@@ -82,7 +84,18 @@ JOB_ENV: dict[str, str] = {
 """Environment every job gets on every backend (a runtime's ``env`` adds to it)."""
 
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
-_KEYS = {"description", "python", "python_version", "venv", "apt", "wheels", "imports", "env"}
+_KEYS = {
+    "description",
+    "python",
+    "python_version",
+    "venv",
+    "apt",
+    "wheels",
+    "imports",
+    "env",
+    "preload",
+    "overhead_mb",
+}
 _PIP_VERSION = "24.3.1"
 _PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")
 
@@ -101,6 +114,15 @@ class Runtime:
     venv: str | None = None
     description: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    preload: str | None = None
+    """File (in the definition folder) the runner's zygote runs once before any job."""
+    overhead_mb: int = 0
+    """Memory the preloaded zygote keeps resident, added to a container's cgroup limit."""
+
+    @property
+    def interpreter(self) -> str:
+        """The runner's (and jobs' ``python``) interpreter: the venv's when there is one."""
+        return f"{self.venv}/bin/python" if self.venv else self.python
 
     @property
     def path_env(self) -> str:
@@ -166,8 +188,18 @@ def load_runtime(folder: Path) -> Runtime | None:
     for key, value in (("python", python), ("venv", venv)):
         if value is not None and (not isinstance(value, str) or not value.startswith("/")):
             raise InfraError(f"{file}: [runtime].{key} must be an absolute path in the runtime")
+    preload = table.get("preload")
+    if preload is not None and (
+        not isinstance(preload, str) or not (folder / preload).is_file() or "/" in preload
+    ):
+        raise InfraError(f"{file}: [runtime].preload must name a file in {folder}")
+    overhead = table.get("overhead_mb", 0)
+    if not isinstance(overhead, int) or isinstance(overhead, bool) or overhead < 0:
+        raise InfraError(f"{file}: [runtime].overhead_mb must be a whole number >= 0")
     return Runtime(
         name=folder.name,
+        preload=preload,
+        overhead_mb=overhead,
         folder=folder,
         python=python,
         python_version=str(table.get("python_version", "3.11")),
@@ -348,7 +380,7 @@ def check_rootfs(runtime: Runtime, root: Path) -> dict[str, str]:
     Raises:
         InfraError: a module does not import or a version differs (the message says which).
     """
-    python = f"{runtime.venv}/bin/python" if runtime.venv else runtime.python
+    python = runtime.interpreter
     code = (
         "import importlib, importlib.metadata as md, json, sys\n"
         "mods, dists = json.loads(sys.argv[1]), json.loads(sys.argv[2])\n"

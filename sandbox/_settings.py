@@ -58,7 +58,7 @@ class SandboxSettings(BaseModel):
     image_prefix: str = "verifiers-sandbox"
     """Repository prefix of built images: ``<prefix>/<name>:<input hash>``."""
     image_dirs: tuple[Path, ...] = ()
-    """Extra folders holding ``<name>/Dockerfile`` image definitions (searched first)."""
+    """Extra folders holding ``<name>/runtime.toml`` (or Dockerfile) definitions (searched first)."""
     # -- local -------------------------------------------------------------------------------
     local_isolation: Literal["auto", "bwrap", "unshare", "none"] = "auto"
     """``auto`` uses bubblewrap when it works, else ``unshare`` namespaces, else rlimits only

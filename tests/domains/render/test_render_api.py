@@ -17,16 +17,14 @@ def test_all_is_pinned() -> None:
     assert sorted(render.__all__) == sorted(
         [
             "GEOMETRY_TYPES",
+            "RUNTIME",
             "BBoxExpect",
-            "BlenderPool",
             "BlenderRender",
             "ExpectSpec",
             "MeshCheck",
             "ObjectExpect",
-            "PoolSettings",
             "ReferenceImage",
             "RenderSpec",
-            "reap_containers",
         ]
     )
 
