@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from verifiers.errors import MissingDependency, SandboxUnavailable
 
-from ._base import Limits
+from ._base import Limits, SandboxProvider
 from ._client import (
     Channel,
     RunnerLost,
@@ -268,13 +268,20 @@ def _cleanup_at_exit() -> None:
         provider._remove_all_sync()
 
 
-class DockerProvider:
+class DockerProvider(SandboxProvider):
     """Sessions in warm, hardened containers (see the module docstring).
 
     Raises (at construction):
         SandboxUnavailable: no engine answers.
         MissingDependency: the docker SDK is not installed.
     """
+
+    @classmethod
+    def probe(cls, settings: SandboxSettings) -> tuple[bool, str]:
+        """Whether an engine answers and the ``python`` image is built."""
+        if engine_and_image_ready(settings):
+            return True, "engine reachable, python image built"
+        return False, "no engine, or the python image is not built (`verifiers sandbox build`)"
 
     kind = "docker"
 

@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from verifiers.errors import SandboxUnavailable
 
-from ._base import Limits
+from ._base import Limits, SandboxProvider
 from ._cgroups import RunnerCgroup, make_runner_cgroup
 from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
 from ._client import pooled_session as _pooled_session
@@ -247,10 +247,29 @@ class _LocalWorker(Worker):
             await asyncio.get_running_loop().run_in_executor(None, cgroup.remove)
 
 
-class LocalProvider:
+class LocalProvider(SandboxProvider):
     """Runs sessions in warm local runners (see the module docstring for the isolation)."""
 
     kind = "local"
+
+    @classmethod
+    def probe(cls, settings: SandboxSettings) -> tuple[bool, str]:
+        """The isolation that works here and which runtimes are built."""
+        from ._runtimes import MARKER, rootfs_path
+
+        try:
+            isolation = detect_isolation(settings.local_isolation)
+        except SandboxUnavailable as exc:
+            return False, str(exc)
+        built = []
+        for name, image in sorted(find_images(settings).items()):
+            runtime = load_runtime(image.path)
+            if runtime is not None and (rootfs_path(runtime, settings) / MARKER).is_file():
+                built.append(name)
+        if isolation != "bwrap" and settings.local_python is None:
+            return False, f"isolation {isolation}: runtimes need bubblewrap"
+        listing = ", ".join(built) or "none (run `verifiers sandbox build`)"
+        return bool(built), f"isolation: {isolation}; runtimes built: {listing}"
 
     def __init__(self, settings: SandboxSettings | None = None) -> None:
         self.settings = settings or SandboxSettings()

@@ -10,25 +10,30 @@ import tempfile
 import time
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 from .errors import BadInput, SandboxUnavailable
 from .types import Trajectory
 
 if TYPE_CHECKING:
+    from verifiers.sandbox._base import LimitOverrides, Sandbox
+
     from .workers import WorkerPool
 
 __all__ = ["SandboxProvider", "VerifierContext"]
 
 
 class SandboxProvider(Protocol):
-    """What ``verifiers.sandbox`` provides to the engine (see ``verifiers.sandbox``).
+    """What ``verifiers.sandbox`` provides to the engine: the structural side of
+    ``verifiers.sandbox.SandboxProvider`` (the ABC every backend implements).
 
     ``session`` hands out an isolated sandbox for one job: a fresh work directory in a warm
     container or local runner, released on exit of the ``async with`` block.
     """
 
-    def session(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
+    def session(
+        self, image: str = "python", **limits: Unpack[LimitOverrides]
+    ) -> AbstractAsyncContextManager[Sandbox]:
         """An isolated sandbox for one job."""
         ...
 
@@ -98,8 +103,11 @@ class VerifierContext:
 
     # -- sandboxes ---------------------------------------------------------------------
 
-    def sandbox(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
-        """An isolated sandbox for one job (``async with ctx.sandbox("python") as sb``).
+    def sandbox(
+        self, image: str = "python", **limits: Unpack[LimitOverrides]
+    ) -> AbstractAsyncContextManager[Sandbox]:
+        """An isolated sandbox of runtime ``image`` for one job (``async with
+        ctx.sandbox("python") as sb``): a typed :class:`verifiers.sandbox.Sandbox`.
 
         Raises:
             SandboxUnavailable: the engine was built without a sandbox provider.

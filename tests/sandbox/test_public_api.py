@@ -20,13 +20,19 @@ def test_all_is_pinned() -> None:
         "FakeCall",
         "FakeProvider",
         "FakeSandbox",
+        "LimitOverrides",
         "Limits",
         "LocalProvider",
         "Sandbox",
+        "SandboxProvider",
         "SandboxSettings",
+        "backend_names",
+        "backend_status",
         "detect_isolation",
         "docker_ready",
+        "get_backend",
         "open_provider",
+        "register_backend",
     ]
     for name in sandbox.__all__:
         assert getattr(sandbox, name) is not None
