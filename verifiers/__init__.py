@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ._source_tree import install_if_source_checkout
 
 # Imported straight from a source checkout (a REPL at the repository root): map domains/,
-# sandbox/, rl_adapters/ and datasets/ in as the wheel does (see verifiers/_source_tree.py).
+# sandbox/ and rl_adapters/ in as the wheel does (see verifiers/_source_tree.py).
 install_if_source_checkout(Path(__file__).resolve().parent)
 
 # Public names resolve lazily (PEP 562): `import verifiers` must stay cheap for trainers and

@@ -1,12 +1,12 @@
 """Make a source checkout's ``verifiers/`` whole when Python imports it straight from disk.
 
-setuptools maps ``domains/``, ``sandbox/``, ``rl_adapters/`` and ``datasets/`` into the
+setuptools maps ``domains/``, ``sandbox/``, ``rl_adapters/`` (and ``datasets/``) into the
 ``verifiers`` namespace (``package-dir`` in pyproject.toml). An installed wheel has them inside
 ``verifiers/``; the source tree does not. So a REPL, notebook or ``python -c`` started at the
 repository root (where ``''`` on ``sys.path`` finds the source ``verifiers/`` before the
 installed one) used to import a core without domains, and every domain verifier failed with
 "No module named 'verifiers.domains'". When this package is loaded from such a checkout, a
-meta-path finder maps the four subpackages to their sibling folders, exactly as package-dir
+meta-path finder maps the three code subpackages to their sibling folders, exactly as package-dir
 does; installed packages never trigger it (their ``verifiers/`` holds the subpackages).
 """
 
@@ -27,8 +27,9 @@ _MAPPED = {
     "verifiers.domains": "domains",
     "verifiers.sandbox": "sandbox",
     "verifiers.rl_adapters": "rl_adapters",
-    "verifiers._data": "datasets",
 }
+# Not verifiers._data: verifiers.data already falls back to the checkout's datasets/ when the
+# package is missing, and a hand-made namespace spec breaks importlib.resources.
 
 
 class _SiblingFinder(importlib.abc.MetaPathFinder):
@@ -49,9 +50,7 @@ class _SiblingFinder(importlib.abc.MetaPathFinder):
             return importlib.util.spec_from_file_location(
                 fullname, init, submodule_search_locations=[str(folder)]
             )
-        spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
-        spec.submodule_search_locations = [str(folder)]  # a namespace package (datasets/)
-        return spec
+        return None
 
 
 def install_if_source_checkout(package_dir: Path) -> bool:

@@ -342,7 +342,7 @@ class Engine:
                     raise VerifierError(
                         f"verifier {verifier.name!r} returned {type(result).__name__}, not Result"
                     )
-                return result
+                return ctx.account(result)  # details["resources"] of its sandbox jobs
             except InfraError as exc:
                 if attempt > self.settings.retries or time.monotonic() + backoff >= deadline:
                     result = _error_result(exc, self.settings.timeout_s)
