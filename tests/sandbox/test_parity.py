@@ -7,9 +7,8 @@ that used to hide the host's packages from bubblewrap jobs and shadow ``verifier
 Status and reward must match line by line, and no line may be an ``infra`` error (two broken
 backends would otherwise agree).
 
-render.blender files are not in the list yet: render still runs its own pool (issue 13 item
-3, the render engineer's); add ``render.blender`` to ``SANDBOXED`` when it moves onto
-``ctx.sandbox("blender")``.
+render.blender runs through ``ctx.sandbox("blender")`` on the ``blender`` runtime (bpy in its
+own root filesystem), so its scene files are in the list too.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SANDBOXED = {"code.tests", "mesh.constraints"}
+SANDBOXED = {"code.tests", "mesh.constraints", "render.blender"}
 PYTHON = str(Path(sys.base_prefix) / "bin" / "python3")
 pytestmark = [pytest.mark.docker, pytest.mark.bwrap, pytest.mark.slow]
 
