@@ -946,7 +946,7 @@ class Runner:
     ) -> None:
         code = 127
         try:
-            self._enter_job(cwd, limits, timeout, in_r, out_w, err_w)
+            self._enter_job(cwd, limits, timeout, in_r, out_w, err_w, self.preload_vm)
             code = 126
             os.execvpe(argv[0], argv, env)
         except OSError as exc:
@@ -1014,7 +1014,8 @@ class Runner:
                 if preload:
                     problem = _run_preload(preload)
                     self.preload_vm = _vm_size()
-                    theirs.sendall(b"R" if problem is None else b"E" + problem.encode()[:4000])
+                    ready = b"R%d" % self.preload_vm
+                    theirs.sendall(ready if problem is None else b"E" + problem.encode()[:4000])
                     if problem is not None:
                         return
                 self._zygote_loop(theirs)
@@ -1034,6 +1035,9 @@ class Runner:
                 except OSError:
                     pass
                 return
+            # Jobs that fork+exec the runtime's interpreter (the zygote gone) pay its baseline
+            # themselves: they get the same allowance above it as fast-path jobs.
+            self.preload_vm = int(answer[1:] or b"0")
         self.zygote = ours
         self.zygote_pid = pid
 

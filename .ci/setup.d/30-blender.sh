@@ -2,13 +2,14 @@
 # Blender for render.blender (issue 7): system libraries, a separate bpy venv, the Docker image.
 #
 # bpy 5.0.1 needs Python 3.11 exactly and numpy<2, which clash with the trainer's stack
-# (pyarrow 26, numpy 2), so it NEVER goes into $VENV: it gets its own venv, found by the
-# verifier at $VERIFIERS_BLENDER_PYTHON or ~/.cache/verifiers/bpy-venv/bin/python.
+# (pyarrow 26, numpy 2), so it NEVER goes into $VENV: it gets its own venv at
+# ~/.cache/verifiers/bpy-venv, which the `blender` sandbox runtime's local backend runs
+# (sandbox/images/blender/runtime.json: local_python); the Docker backend uses the image.
 # Idempotent: a re-run with everything in place only checks (a few seconds).
 set -euo pipefail
 
 BPY_VERSION="5.0.1"
-BPY_VENV="${VERIFIERS_BLENDER_VENV:-$HOME/.cache/verifiers/bpy-venv}"
+BPY_VENV="$HOME/.cache/verifiers/bpy-venv"
 PY="${PY:-python3}"
 
 libs="libx11-6 libxrender1 libxfixes3 libxi6 libxkbcommon0 libsm6 libgl1 libegl1 libegl-mesa0 bubblewrap"

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from verifiers.context import VerifierContext
-from verifiers.errors import BadInput, InfraError
+from verifiers.errors import BadInput, InfraError, SandboxUnavailable
 from verifiers.protocol import Verifier
 from verifiers.registry import register
 from verifiers.text import completion_text, last_code_block
@@ -54,6 +54,10 @@ _MAX_BLEND = 128 << 20
 """Largest saved scene carried to the judge; a bigger one fails the ``script`` gate."""
 _MAX_REPORT = 1 << 20
 _JUDGE_ATTEMPTS = 2
+_RUNTIME_BROKEN = (3, 126, 127)
+"""Exit statuses that may mean a broken runtime rather than the script: ``_worker.py``'s
+``RUNTIME_BROKEN`` (bpy does not import) and the runner's "cannot run the interpreter". The
+script can exit with them too, so they trigger a probe, never an abstain by themselves."""
 
 
 @register("render.blender")
@@ -147,6 +151,9 @@ class BlenderRender(Verifier[RenderSpec]):
                     if blend is None and report.get("saved"):
                         report.update(saved=False, save_error="scene.blend was not written")
                 phase_a["report"] = report
+        if phase_a["how"] == "exit" and phase_a["code"] in _RUNTIME_BROKEN:
+            # After the session: its runner is back in the pool (one slot may be all there is).
+            await _probe_runtime(ctx, limits)  # raises when bpy really cannot import
         reply: dict[str, Any] = {"phase_a": phase_a, "attempts": 1}
         if blend is None:
             return reply
@@ -237,6 +244,23 @@ class BlenderRender(Verifier[RenderSpec]):
                     export["error"] = f"the exported geometry could not be read: {exc}"
         report["worker"] = {"runtime": RUNTIME, "blender": report.pop("blender", None)}
         return report
+
+
+async def _probe_runtime(ctx: VerifierContext, limits: dict[str, Any]) -> None:
+    """Import bpy in a session of our own: a runtime that cannot is ``SandboxUnavailable``
+    (an abstain), never the model's fail. When it can, the script exited 3 by itself.
+
+    Raises:
+        SandboxUnavailable: the blender runtime cannot import bpy.
+    """
+    async with ctx.sandbox(RUNTIME, **limits) as sb:
+        run = await sb.exec(["python", "-c", "import bpy"], timeout=120)
+    if not run.ok:
+        tail = " | ".join(run.text("stderr").strip().splitlines()[-3:])
+        raise SandboxUnavailable(
+            f"the blender runtime cannot import bpy: {tail or run.returncode}",
+            hint="run `verifiers sandbox check` (and .ci/setup.d/30-blender.sh)",
+        )
 
 
 class _TooLarge(Exception):

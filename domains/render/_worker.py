@@ -57,9 +57,18 @@ def _import_bpy() -> Any:
 # -- phase A: the model's script (untrusted; this process is the model's) ----------------------
 
 
+RUNTIME_BROKEN = 3
+"""Exit status when ``bpy`` itself cannot be imported, before the model's code runs. The
+host then probes the runtime in a session of its own (the script could exit 3 as well)."""
+
+
 def run_script() -> int:
     """Execute ``scene.py``, save the scene; the report is feedback only."""
-    bpy = _import_bpy()
+    try:
+        bpy = _import_bpy()
+    except Exception as exc:  # a broken runtime, not the model's doing
+        sys.stderr.write(f"verifiers-render: cannot import bpy: {type(exc).__name__}: {exc}\n")
+        return RUNTIME_BROKEN
     path = os.path.abspath(SCRIPT_NAME)
     report: dict[str, Any] = {}
     with open(path, encoding="utf-8", errors="replace") as fh:

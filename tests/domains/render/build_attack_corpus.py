@@ -422,6 +422,30 @@ os._exit(0)
     "boom",
 )
 add(
+    "fake-broken-runtime-exit-3",
+    "judge-tamper",
+    """
+import os, sys
+sys.stderr.write("verifiers-render: cannot import bpy: ImportError: no bpy\\n")
+sys.stderr.flush()
+os._exit(3)
+""",
+    "fail",
+    "exit status 3",
+)
+add(
+    "fake-cannot-run-interpreter-exit-127",
+    "judge-tamper",
+    """
+import os, sys
+sys.stderr.write("sandbox: cannot run 'python': No such file or directory\\n")
+sys.stderr.flush()
+os._exit(127)
+""",
+    "fail",
+    "exit status 127",
+)
+add(
     "hostile-exception-str",
     "judge-tamper",
     """

@@ -76,3 +76,19 @@ def test_spec_shape_from_the_issue_loads() -> None:
 def test_spec_rejects_nonsense(bad: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         RenderSpec.model_validate(bad)
+
+
+def test_sandbox_none_governs_render() -> None:
+    # Render runs through ctx.sandbox("blender"): with --sandbox none no Blender starts and the
+    # item is an infra error naming the fix (it used to run model scripts in Docker anyway).
+    import verifiers
+
+    item = {
+        "id": "r1",
+        "completion": "```python\nimport bpy\n```",
+        "task": {"verifier": "render.blender", "spec": {}},
+    }
+    (result,) = verifiers.score([item], sandbox="none", retries=0)
+    assert result.status == "error" and result.reward is None
+    assert result.error is not None and result.error.kind == "infra"
+    assert "sandbox" in result.error.message, result.error.message

@@ -282,3 +282,20 @@ def test_invalid_mesh_table_is_bad_input(local_runner: RenderRunner) -> None:
 
     with pytest.raises(BadInput):
         local_runner.verify(GOOD_SCENE, {"mesh": {"constraints": {"bodies": -3}}})
+
+
+def test_a_runtime_that_cannot_import_bpy_is_infra_not_the_models_fail(tmp_path: Path) -> None:
+    # A "blender" runtime whose interpreter has no bpy: phase A's harness cannot import it
+    # before any model code runs, the host's own probe confirms it, and the item abstains.
+    folder = tmp_path / "blender"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\n")
+    (folder / "runtime.json").write_text(json.dumps({"local_python": "/usr/bin/python3"}))
+    from verifiers.errors import SandboxUnavailable
+
+    runner = RenderRunner("local", image_dirs=(tmp_path,))
+    try:
+        with pytest.raises(SandboxUnavailable, match="cannot import bpy"):
+            runner.verify(GOOD_SCENE)
+    finally:
+        runner.close()

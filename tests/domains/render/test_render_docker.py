@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from attack_corpus import attack_rows, check_row
 from render_helpers import GOOD_SCENE, RenderRunner
 
 from verifiers.data import data_path
@@ -82,3 +83,8 @@ def test_task_suite_verdicts_in_the_image(
     result = docker_runner.verify(body, item["task"]["spec"])
     assert result.status == item["metadata"]["expected_status"], result.feedback
     assert item["metadata"]["expected_feedback"] in result.feedback
+
+
+@pytest.mark.parametrize("item", attack_rows(), ids=lambda d: str(d["id"]))
+def test_attack_corpus_in_the_image(docker_runner: RenderRunner, item: dict[str, Any]) -> None:
+    check_row(docker_runner, item)  # the same verdicts as on the local backend
