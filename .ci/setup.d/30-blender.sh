@@ -3,8 +3,9 @@
 #
 # bpy 5.0.1 needs Python 3.11 exactly and numpy<2, which clash with the trainer's stack
 # (pyarrow 26, numpy 2), so it NEVER goes into $VENV: it gets its own venv at
-# ~/.cache/verifiers/bpy-venv, which the `blender` sandbox runtime's local backend runs
-# (sandbox/images/blender/runtime.json: local_python); the Docker backend uses the image.
+# ~/.cache/verifiers/bpy-venv (the cold peer of benchmarks/render.py). Jobs never use it: the
+# `blender` sandbox runtime (sandbox/images/blender/runtime.toml) has bpy in its own root
+# filesystem, which `_build` makes and imports as the Docker image (both backends run it).
 # Idempotent: a re-run with everything in place only checks (a few seconds).
 set -euo pipefail
 

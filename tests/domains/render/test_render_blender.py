@@ -287,13 +287,14 @@ def test_invalid_mesh_table_is_bad_input(local_runner: RenderRunner) -> None:
 def test_a_runtime_that_cannot_import_bpy_is_infra_not_the_models_fail(tmp_path: Path) -> None:
     # A "blender" runtime whose interpreter has no bpy: phase A's harness cannot import it
     # before any model code runs, the host's own probe confirms it, and the item abstains.
+    # (runtime.toml is the one runtime format; the host-interpreter escape hatch runs it with a
+    # python3 that has no bpy.)
     folder = tmp_path / "blender"
     folder.mkdir()
-    (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\n")
-    (folder / "runtime.json").write_text(json.dumps({"local_python": "/usr/bin/python3"}))
+    (folder / "runtime.toml").write_text('[runtime]\npython = "/usr/bin/python3"\n')
     from verifiers.errors import SandboxUnavailable
 
-    runner = RenderRunner("local", image_dirs=(tmp_path,))
+    runner = RenderRunner("local", image_dirs=(tmp_path,), local_python=Path("/usr/bin/python3"))
     try:
         with pytest.raises(SandboxUnavailable, match="cannot import bpy"):
             runner.verify(GOOD_SCENE)
