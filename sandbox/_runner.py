@@ -407,8 +407,10 @@ class Runner:
                 self.send({"ok": False, "kind": "runner", "error": f"bad frame: {exc}"})
                 continue
             self.send(self.handle(request))
-        self.sweep(None)
-        self.remove_workdir()
+        try:
+            self.end()  # the host is gone: still leave nothing behind (the full cleanup)
+        except Exception:  # exiting anyway; a private namespace goes with us
+            pass
         return 0
 
     def isolation_report(self) -> dict[str, Any]:
