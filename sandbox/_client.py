@@ -251,6 +251,12 @@ class RunnerSandbox(Sandbox):
         """The session's default limits."""
         return self._limits
 
+    @property
+    def runner_hello(self) -> dict[str, Any]:
+        """What the session's runner said when it started (version, uid, what isolation holds
+        between its jobs: ``verifiers sandbox check`` prints it)."""
+        return dict(self._worker.hello)
+
     async def begin(self) -> None:
         """Claim a fresh work directory for this session (sent with the first request)."""
         self._begin_queued = True

@@ -11,9 +11,9 @@ hand files to the job uid and drop to it (SETUID, SETGID, CHOWN, FOWNER, DAC_OVE
 no log driver (output never lands on the host disk), private IPC. Jobs run as uid 10001 with no
 capabilities at all.
 
-Lifecycle: every container carries labels naming its owner (host, pid, process start time, the
-kernel's boot id and the owner's PID-namespace inode: a bare PID means nothing in another PID
-namespace sharing the engine). Containers whose owner is provably dead are removed when a
+Lifecycle: every container carries labels naming its owner (host, pid, process start time) and
+where that PID means something (the kernel's boot id and the owner's PID-namespace inode: a
+bare PID means nothing in another PID namespace sharing the engine). Containers whose owner is provably dead are removed when a
 provider starts and by ``verifiers sandbox prune``; a provider removes its own at ``close()`` and at interpreter exit.
 Containers are also created with ``StdinOnce`` + ``auto_remove``: when the owner dies, even
 by ``kill -9``, the kernel closes the attach socket, the runner sees EOF and exits, and the
@@ -55,11 +55,18 @@ from ._launch import RunnerLaunch, runner_launch
 from ._local import runner_source
 from ._settings import SandboxSettings
 
-__all__ = ["DockerProvider", "engine_and_image_ready", "owner_label", "prune_containers"]
+__all__ = [
+    "DockerProvider",
+    "engine_and_image_ready",
+    "owner_label",
+    "owner_namespace",
+    "prune_containers",
+]
 
 log = logging.getLogger("verifiers.sandbox")
 
 OWNER_LABEL = f"{LABEL}.owner"
+NAMESPACE_LABEL = f"{LABEL}.owner-namespace"
 RUNNER_CAPS = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"]
 JOB_UID = 10001
 _ENGINE_THREADS = 4
@@ -101,31 +108,35 @@ def _pid_namespace() -> str:
 
 
 def owner_label(pid: int | None = None) -> str:
-    """``host:pid:starttime:boot_id:pidns`` of the owning process.
-
-    The boot id and the PID-namespace inode say where the PID can be looked up: a scorer in
-    a container, a pod or an ``unshare --pid`` namespace that shares the engine sees other
-    PIDs (or none) at the same numbers, and must never judge their owner dead.
-    """
+    """``host:pid:starttime`` of the owning process (the format every version reads)."""
     pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{_process_start(pid)}:{_boot_id()}:{_pid_namespace()}"
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid)}"
 
 
-def _owner_alive(owner: str) -> bool:
+def owner_namespace() -> str:
+    """``boot_id:pidns_inode``: where the owner's PID can be looked up.
+
+    A scorer in a container, a pod or an ``unshare --pid`` namespace that shares the engine
+    sees other PIDs (or none) at the same numbers and must never judge their owner dead. A
+    label of its own (not more fields in the owner label), so that older versions sharing
+    the engine still parse the owner label as before and do not judge *us* dead.
+    """
+    return f"{_boot_id()}:{_pid_namespace()}"
+
+
+def _owner_alive(owner: str, namespace: str) -> bool:
     """False only when the owner is provably dead: same kernel boot, same PID namespace as
     us, and no process with its PID and start time. Anything we cannot judge (another host,
-    another boot, another PID namespace, a label of an older version) counts as alive: such a
-    container still goes away on its own, because its runner exits when its owner's end of
-    the channel closes (``StdinOnce`` attach or the runner's socket) and the engine then
-    removes it (``auto_remove``)."""
-    fields = owner.split(":")
-    if len(fields) != 5:
-        return True  # an older label without the namespace: not ours to judge
-    host, pid_text, start, boot, pidns = fields
-    if host != socket.gethostname() or boot != _boot_id() or pidns != _pid_namespace():
+    another boot, another PID namespace, a container of an older version without the
+    namespace label) counts as alive: such a container still goes away on its own, because
+    its runner exits when its owner's end of the channel closes (``StdinOnce`` attach or the
+    runner's socket) and the engine then removes it (``auto_remove``)."""
+    host, _, rest = owner.partition(":")
+    pid_text, _, start = rest.partition(":")
+    if host != socket.gethostname() or not namespace or namespace != owner_namespace():
         return True
-    if not boot or not pidns:
-        return True
+    if ":" not in namespace or namespace.startswith(":") or namespace.endswith(":"):
+        return True  # we could not read our own boot id or namespace: judge nothing
     try:
         pid = int(pid_text)
     except ValueError:
@@ -191,7 +202,7 @@ def prune_containers(client: Any, *, everything: bool = False, owner: str | None
         if everything or (owner is not None and who == owner):
             doomed = True
         else:
-            doomed = owner is None and not _owner_alive(who)
+            doomed = owner is None and not _owner_alive(who, labels.get(NAMESPACE_LABEL, ""))
         if not doomed:
             continue
         try:
@@ -404,7 +415,7 @@ class DockerProvider:
             hostname="sandbox",
             working_dir="/work",
             environment={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
-            labels={LABEL: "runner", OWNER_LABEL: self.owner},
+            labels={LABEL: "runner", OWNER_LABEL: self.owner, NAMESPACE_LABEL: owner_namespace()},
             host_config=host_config,
         )
         cid = str(container["Id"])

@@ -49,22 +49,84 @@ def _build(args: argparse.Namespace, settings: SandboxSettings) -> int:
     return 0
 
 
-def _local_smoke(settings: SandboxSettings) -> tuple[bool, str]:
-    from ._local import LocalProvider
+def _smoke(kind: str, settings: SandboxSettings) -> tuple[bool, str, dict[str, Any]]:
+    """Run one job on a backend: (worked, detail, what its runner says holds between jobs)."""
 
-    async def run() -> str:
-        provider = LocalProvider(settings)
+    async def run() -> tuple[str, dict[str, Any]]:
+        provider: Any
+        if kind == "docker":
+            from ._docker import DockerProvider
+
+            provider = DockerProvider(settings)
+        else:
+            from ._local import LocalProvider
+
+            provider = LocalProvider(settings)
         try:
             async with provider.session("python", timeout_s=20) as sandbox:
                 result = await sandbox.exec(["/bin/echo", "ok"])
-            return f"{provider.isolation}: echo -> {result.text().strip()!r}"
+                report = dict(sandbox.runner_hello.get("isolation") or {})
+            where = getattr(provider, "isolation", kind)
+            return f"{where}: echo -> {result.text().strip()!r}", report
         finally:
             await provider.close()
 
     try:
-        return True, asyncio.run(run())
-    except VerifierError as exc:
-        return False, str(exc)
+        detail, report = asyncio.run(run())
+        return True, detail, report
+    except (VerifierError, MissingDependency) as exc:
+        return False, str(exc), {}
+
+
+def _isolation_rows(kind: str, report: dict[str, Any]) -> list[tuple[str, bool, str]]:
+    """What holds between two jobs of one warm runner, from the runner's own report."""
+    cgroup = report.get("job_cgroup")
+    if kind == "docker":
+        memory = (True, "the container's memory cgroup (memory = memory+swap), per session")
+    elif cgroup and cgroup.get("memory"):
+        memory = (True, f"a cgroup v{cgroup['version']} per job: all its processes together")
+    else:
+        memory = (False, "RLIMIT_AS per process only (no writable cgroup here: run as root)")
+    if kind == "docker":
+        pids = (True, "the container's pids cgroup")
+    elif cgroup and cgroup.get("pids"):
+        pids = (True, f"a cgroup v{cgroup['version']} per job")
+    else:
+        pids = (False, "RLIMIT_NPROC per uid only")
+    mqueue = str(report.get("mqueue", "?"))
+    return [
+        (f"{kind}: memory per job", *memory),
+        (f"{kind}: pids per job", *pids),
+        (
+            f"{kind}: SysV IPC",
+            bool(report.get("ipc_scrub")),
+            "removed after each job, then checked" if report.get("ipc_scrub") else "not scrubbed",
+        ),
+        (
+            f"{kind}: POSIX mqueues",
+            mqueue in ("scrub", "block"),
+            {"scrub": "removed after each job", "block": "mq_open refused"}.get(mqueue, mqueue),
+        ),
+        (
+            f"{kind}: kernel keyrings",
+            bool(report.get("keyring_blocked")),
+            "add_key/keyctl refused (seccomp)" if report.get("keyring_blocked") else "open",
+        ),
+        (
+            f"{kind}: /tmp, /dev/shm",
+            report.get("scratch_scrub") == "all",
+            "private, size-capped, emptied after each job"
+            if report.get("scratch_scrub") == "all"
+            else "shared with the host: only the job uid's files are removed",
+        ),
+        (
+            f"{kind}: shared memory check",
+            bool(report.get("shmem_check")),
+            "runner recycled if a job left shmem charged"
+            if report.get("shmem_check")
+            else "no memory cgroup visible to the runner",
+        ),
+    ]
 
 
 def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
@@ -114,10 +176,17 @@ def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
         works = _probe_cached(tool)  # type: ignore[arg-type]
         where = shutil.which(tool) or "not installed"
         row(tool, works, where if works else f"{where} (does not work here)", required=False)
-    ok, detail = _local_smoke(settings)
+    ok, detail, report = _smoke("local", settings)
     row("local backend", ok, detail)
+    for part, holds, why in _isolation_rows("local", report) if ok else []:
+        row(part, holds, why, required=False)
     from . import docker_ready
 
+    if docker_ready(settings):
+        works, detail, report = _smoke("docker", settings)
+        row("docker backend", works, detail, required=False)
+        for part, holds, why in _isolation_rows("docker", report) if works else []:
+            row(part, holds, why, required=False)
     row("auto picks", True, "docker" if docker_ready(settings) else "local")
     Console().print(table)
     if client is not None:

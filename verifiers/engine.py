@@ -47,6 +47,10 @@ log = logging.getLogger("verifiers.engine")
 
 Item = Trajectory | Result | Mapping[str, Any]
 
+_BUDGET_MARGIN_S = 10.0
+"""Seconds past a verifier's declared budget for what is not the model's time: the sandbox's
+own host-side grace, start-up of its worker, parsing the verdict."""
+
 
 class EngineSettings(BaseModel):
     """Engine knobs. Every field has an environment override ``VERIFIERS_<FIELD>``."""
@@ -133,6 +137,7 @@ class Engine:
         self._instances: dict[str, Verifier[Any]] = {}
         self._specs: dict[tuple[str, str], Spec] = {}
         self._inline: dict[str, bool] = {}
+        self._budget_warned: set[str] = set()
         self._semaphore: asyncio.Semaphore | None = None
         self._workers: WorkerPool | None = None
         self._cache: ResultCache | None = None
@@ -248,7 +253,7 @@ class Engine:
             self._semaphore = asyncio.Semaphore(self.settings.concurrency)
         async with self._semaphore:
             started = time.perf_counter()
-            deadline = time.monotonic() + self.settings.timeout_s
+            deadline = time.monotonic() + self._item_timeout(trajectory.task)
             task = trajectory.task
             if task.checks:
                 subs = [
@@ -271,6 +276,41 @@ class Engine:
                 result = combine(task, parts)
                 return self._stamp(result, trajectory, None, started, name="compose")
             return await self._boundary(trajectory, deadline)
+
+    def _item_timeout(self, task: Task) -> float:
+        """Seconds an item may take: the engine's ``timeout_s``, or more where a verifier of
+        the item declares a larger budget (``Verifier.budget_s``) plus ``_BUDGET_MARGIN_S``.
+
+        An engine timeout must only ever mean that the verifier or the machine failed: if the
+        engine cut an item off before its verifier's own limits (a code test's ``timeout_s``)
+        ran out, a model could turn its certain 0 into an ``error`` (an abstain) by sleeping
+        just under them. Checks run concurrently, so the largest budget counts. Warns once
+        per verifier whose budget exceeds ``timeout_s`` (the CLI's ``--timeout``).
+        """
+        needed = self.settings.timeout_s
+        parts = task.checks if task.checks else [task]
+        for part in parts:
+            try:
+                assert part.verifier is not None
+                verifier = self._verifier(part.verifier)
+                budget = verifier.budget_s(self._spec(verifier, part.spec))
+            except Exception:  # an unknown verifier or bad spec errors later, at the boundary
+                continue
+            if budget is None or budget + _BUDGET_MARGIN_S <= self.settings.timeout_s:
+                continue
+            needed = max(needed, budget + _BUDGET_MARGIN_S)
+            if verifier.name not in self._budget_warned:
+                self._budget_warned.add(verifier.name)
+                log.warning(
+                    "verifier %s allows up to %.0fs per item, above the per-item timeout of "
+                    "%.0fs (--timeout / VERIFIERS_TIMEOUT_S): such items get %.0fs so a slow "
+                    "model is judged (fail) rather than cut off (error)",
+                    verifier.name,
+                    budget,
+                    self.settings.timeout_s,
+                    budget + _BUDGET_MARGIN_S,
+                )
+        return needed
 
     async def _boundary(self, trajectory: Trajectory, deadline: float) -> Result:
         """The one error boundary: any exception becomes an ``error`` result."""

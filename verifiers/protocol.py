@@ -84,6 +84,17 @@ class Verifier(ABC, Generic[SpecT]):
             VerifierError: any subclass, turned into ``status="error"`` of its ``kind``.
         """
 
+    def budget_s(self, spec: SpecT) -> float | None:
+        """The most seconds ``verify`` may need for an item with this spec, or None.
+
+        The time the verifier *promises the model* (a code test's ``timeout_s`` plus its
+        start-up grace): the engine makes the item's deadline at least this long (plus a
+        margin), so a model using its full allowance is judged (a fail when it is too slow)
+        and is never cut off by the engine, which would be an ``error`` (an abstain the model
+        could aim for). None: the engine's ``timeout_s`` alone applies.
+        """
+        return None
+
     def verify_inline(self, trajectory: Trajectory, spec: SpecT) -> Result | None:
         """Judge synchronously when that is cheap and needs no I/O, else return None.
 

@@ -63,6 +63,10 @@ class CodeTests(Verifier[CodeTestsSpec]):
     version: ClassVar[str] = "1"
     Spec = CodeTestsSpec
 
+    def budget_s(self, spec: CodeTestsSpec) -> float:
+        """The sandbox time a sample is promised: ``timeout_s`` plus start-up grace."""
+        return spec.timeout_s + STARTUP_GRACE_S
+
     async def verify(
         self, trajectory: Trajectory, spec: CodeTestsSpec, ctx: VerifierContext
     ) -> Result:

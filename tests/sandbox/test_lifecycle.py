@@ -231,32 +231,61 @@ def _exists(client: Any, cid: str) -> bool:
 @pytest.mark.docker
 def test_prune_removes_dead_owners_only() -> None:
     import docker
-    from verifiers.sandbox._docker import JOB_UID, owner_label, prune_containers
+    from verifiers.sandbox._docker import (
+        JOB_UID,
+        NAMESPACE_LABEL,
+        owner_label,
+        owner_namespace,
+        prune_containers,
+    )
 
     client = docker.from_env()
     image = client.images.get("verifiers-sandbox/python:latest").id
-    host, _, _, boot, pidns = owner_label().split(":")
+    here = owner_namespace()
     dead = client.api.create_container(
         image,
         ["sleep", "60"],
         labels={
             "verifiers.sandbox": "runner",
-            "verifiers.sandbox.owner": f"{host}:999999:1:{boot}:{pidns}",
+            "verifiers.sandbox.owner": f"{os.uname().nodename}:999999:1",
+            NAMESPACE_LABEL: here,
         },
         user=str(JOB_UID),
     )
+    # The same dead PID, but in another PID namespace (or of an older version without the
+    # namespace label): not ours to judge.
+    elsewhere = [
+        client.api.create_container(
+            image,
+            ["sleep", "60"],
+            labels={
+                "verifiers.sandbox": "runner",
+                "verifiers.sandbox.owner": f"{os.uname().nodename}:999999:1",
+                **({NAMESPACE_LABEL: ns} if ns else {}),
+            },
+            user=str(JOB_UID),
+        )
+        for ns in (here.split(":")[0] + ":4026531999", "")
+    ]
     alive_owner = owner_label()
     alive = client.api.create_container(
         image,
         ["sleep", "60"],
-        labels={"verifiers.sandbox": "runner", "verifiers.sandbox.owner": alive_owner},
+        labels={
+            "verifiers.sandbox": "runner",
+            "verifiers.sandbox.owner": alive_owner,
+            NAMESPACE_LABEL: here,
+        },
         user=str(JOB_UID),
     )
     try:
         assert prune_containers(client) >= 1
         assert not _exists(client, dead["Id"])
         assert _exists(client, alive["Id"])
+        assert all(_exists(client, c["Id"]) for c in elsewhere)
     finally:
+        for other in elsewhere:
+            client.api.remove_container(other["Id"], force=True)
         client.api.remove_container(alive["Id"], force=True)
         if _exists(client, dead["Id"]):
             client.api.remove_container(dead["Id"], force=True)
