@@ -54,6 +54,8 @@ _MAX_BLEND = 128 << 20
 """Largest saved scene carried to the judge; a bigger one fails the ``script`` gate."""
 _MAX_REPORT = 1 << 20
 _JUDGE_ATTEMPTS = 2
+_START_GRACE_S = 30.0
+"""Starting a blender runner (container or bubblewrap, import bpy, a warm-up render)."""
 _RUNTIME_BROKEN = (3, 126, 127)
 """Exit statuses that may mean a broken runtime rather than the script: ``_worker.py``'s
 ``RUNTIME_BROKEN`` (bpy does not import) and the runner's "cannot run the interpreter". The
@@ -70,6 +72,13 @@ class BlenderRender(Verifier[RenderSpec]):
 
     Spec: ClassVar[type[RenderSpec]] = RenderSpec
     version: ClassVar[str] = "2"
+
+    def budget_s(self, spec: RenderSpec) -> float:
+        """What a scene is promised: its script's ``timeout_s``, every judge attempt's
+        ``render_timeout_s``, the mesh analysis, and a runner's start (import bpy, warm-up),
+        so the engine judges a slow scene (a fail) instead of cutting it off (an error)."""
+        mesh = spec.mesh.timeout_s if spec.mesh is not None else 0.0
+        return spec.timeout_s + _JUDGE_ATTEMPTS * spec.render_timeout_s + mesh + _START_GRACE_S
 
     async def verify(
         self, trajectory: Trajectory, spec: RenderSpec, ctx: VerifierContext

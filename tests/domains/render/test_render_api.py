@@ -92,3 +92,10 @@ def test_sandbox_none_governs_render() -> None:
     assert result.status == "error" and result.reward is None
     assert result.error is not None and result.error.kind == "infra"
     assert "sandbox" in result.error.message, result.error.message
+
+
+def test_budget_covers_every_phase() -> None:
+    spec = RenderSpec.model_validate({"timeout_s": 10, "render_timeout_s": 20})
+    assert render.BlenderRender().budget_s(spec) == 10 + 2 * 20 + 30
+    meshy = RenderSpec.model_validate({"timeout_s": 10, "render_timeout_s": 20, "mesh": {}})
+    assert render.BlenderRender().budget_s(meshy) == 10 + 2 * 20 + 60 + 30
