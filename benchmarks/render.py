@@ -2,8 +2,10 @@
 
 40 small scenes (64x64, Cycles CPU, 8 samples) are verified
 
-* **warm**: through ``render.blender`` (warm, sandboxed workers: fork per script, Cycles kept
-  initialised, full checks and host-side PNG decoding), ``--workers`` jobs in parallel;
+* **warm**: through ``render.blender`` on the shared sandbox stack (``ctx.sandbox("blender")``:
+  warm runners whose zygote preloaded bpy and warmed Cycles; per job one untrusted script
+  session and one fresh judge session, each a fork of the zygote; full checks and host-side
+  PNG decoding), ``--workers`` jobs in parallel on ``--workers`` runners;
 * **cold**: the way peers run Blender: one fresh ``python -c`` per scene that imports bpy,
   runs the script, renders with the same settings, writes the PNG and exits (no sandbox, no
   checks), with the same parallelism.
@@ -11,6 +13,7 @@
 Prints one JSON line; the table in docs/benchmarks/render.md comes from it. Usage::
 
     python benchmarks/render.py [--scenes 40] [--workers 2] [--backend local|docker]
+        [--python ~/.cache/verifiers/bpy-venv/bin/python]  # the cold peer's interpreter
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from verifiers.domains.render import BlenderRender, PoolSettings, RenderSpec
-from verifiers.domains.render._pool import default_python
+from verifiers.domains.render import BlenderRender, RenderSpec
+from verifiers.sandbox import SandboxSettings, open_provider
 
 from verifiers.context import VerifierContext
 from verifiers.types import Trajectory
@@ -85,8 +88,9 @@ def summary(latencies: list[float], total: float) -> dict[str, float]:
     }
 
 
-async def run_warm(scenes: list[str], settings: PoolSettings, workers: int) -> dict[str, Any]:
-    verifier = BlenderRender(settings)
+async def run_warm(scenes: list[str], backend: str, workers: int) -> dict[str, Any]:
+    verifier = BlenderRender()
+    provider = open_provider(backend, SandboxSettings(pool_size=workers))  # type: ignore[arg-type]
     spec = RenderSpec.model_validate(SPEC)
     sem = asyncio.Semaphore(workers)
 
@@ -95,19 +99,22 @@ async def run_warm(scenes: list[str], settings: PoolSettings, workers: int) -> d
             traj = Trajectory(
                 completion=f"```python\n{script}```", task={"verifier": "render.blender"}
             )
-            ctx = VerifierContext(deadline=time.monotonic() + 300, base_dir=Path("."))
+            ctx = VerifierContext(
+                deadline=time.monotonic() + 300, base_dir=Path("."), sandboxes=provider
+            )
             started = time.perf_counter()
             result = await verifier.verify(traj, spec, ctx)
             return time.perf_counter() - started, result.status
 
     started = time.perf_counter()
-    # Start the workers (import bpy, warm-up render) before the clock for the scenes runs.
+    # Start the runners (zygote: import bpy, warm-up render) before the clock for the scenes.
     await asyncio.gather(*(one(scenes[0]) for _ in range(workers)))
     startup = time.perf_counter() - started
     started = time.perf_counter()
     done = await asyncio.gather(*(one(s) for s in scenes))
     total = time.perf_counter() - started
     await verifier.close()
+    await provider.close()
     statuses = [status for _, status in done]
     return {
         **summary([lat for lat, _ in done], total),
@@ -149,11 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenes", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--backend", choices=["local", "docker"], default="local")
+    parser.add_argument(
+        "--python",
+        type=Path,
+        default=Path("~/.cache/verifiers/bpy-venv/bin/python").expanduser(),
+        help="interpreter with bpy for the cold peer",
+    )
     args = parser.parse_args(argv)
     scenes = [make_scene(seed) for seed in range(args.scenes)]
-    settings = PoolSettings(backend=args.backend, workers=args.workers)
-    warm = asyncio.run(run_warm(scenes, settings, args.workers))
-    cold = asyncio.run(run_cold(scenes, default_python(), args.workers))
+    warm = asyncio.run(run_warm(scenes, args.backend, args.workers))
+    cold = asyncio.run(run_cold(scenes, args.python, args.workers))
     record = {
         "benchmark": "render",
         "scenes": args.scenes,

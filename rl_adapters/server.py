@@ -267,6 +267,36 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         ["kind", "verifier"],
         registry=registry,
     )
+    # Per-item sandbox resources (details["resources"], stamped by the engine for every item
+    # that ran sandbox jobs): what operators watch for loops and leaks.
+    job_labels = ["verifier", "runtime"]
+    job_wall = Histogram(
+        "verifiers_sandbox_wall_seconds",
+        "Sandbox wall time per item",
+        job_labels,
+        registry=registry,
+        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+    )
+    job_cpu = Histogram(
+        "verifiers_sandbox_cpu_seconds",
+        "Sandbox CPU seconds per item",
+        job_labels,
+        registry=registry,
+        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+    )
+    job_memory = Histogram(
+        "verifiers_sandbox_peak_memory_mb",
+        "Peak memory of an item's largest sandbox job, MiB",
+        job_labels,
+        registry=registry,
+        buckets=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
+    )
+    limit_hits = Counter(
+        "verifiers_sandbox_limit_hits",
+        "Items whose sandbox jobs hit a limit",
+        [*job_labels, "limit"],
+        registry=registry,
+    )
     in_flight = Gauge("verifiers_items_in_flight", "Items being scored", registry=registry)
     slots_held = Gauge(
         "verifiers_machine_slots_held",
@@ -358,6 +388,14 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             item_seconds.labels(label).observe(r.duration_s)
             if r.error is not None:
                 errors_total.labels(r.error.kind, label).inc()
+            used = r.details.get("resources") if isinstance(r.details, dict) else None
+            if isinstance(used, dict) and not r.cached:
+                runtime = "+".join(map(str, used.get("runtimes") or [])) or "none"
+                job_wall.labels(label, runtime).observe(float(used.get("wall_s") or 0.0))
+                job_cpu.labels(label, runtime).observe(float(used.get("cpu_s") or 0.0))
+                job_memory.labels(label, runtime).observe(float(used.get("peak_memory_mb") or 0))
+                for limit in used.get("limit_hit") or []:
+                    limit_hits.labels(label, runtime, str(limit)).inc()
         return results
 
     @app.post("/v1/score", response_model=ScoreResponse, summary="Score trajectories")

@@ -16,31 +16,34 @@ Importing this package does not import the docker SDK.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
-from ._base import ExecResult, Limits, Sandbox
+from ._base import ExecResult, LimitOverrides, Limits, Sandbox, SandboxProvider
 from ._fake import FakeCall, FakeProvider, FakeSandbox
 from ._local import LocalProvider, detect_isolation
+from ._registry import backend_names, backend_status, get_backend, register_backend
 from ._settings import SandboxSettings
-
-if TYPE_CHECKING:
-    from verifiers.context import SandboxProvider
 
 __all__ = [
     "ExecResult",
     "FakeCall",
     "FakeProvider",
     "FakeSandbox",
+    "LimitOverrides",
     "Limits",
     "LocalProvider",
     "Sandbox",
+    "SandboxProvider",
     "SandboxSettings",
+    "backend_names",
+    "backend_status",
     "detect_isolation",
     "docker_ready",
+    "get_backend",
     "open_provider",
+    "register_backend",
 ]
 
-ProviderKind = Literal["auto", "docker", "local", "fake"]
+ProviderKind = str
+"""``auto`` or a registered backend name (``docker``, ``local``, ``fake``, plugins)."""
 
 
 def docker_ready(settings: SandboxSettings | None = None, image: str = "python") -> bool:
@@ -59,27 +62,19 @@ def open_provider(
 
     Args:
         kind: ``docker`` (warm pool of hardened containers), ``local`` (runner under
-            bubblewrap/unshare on the host), ``fake`` (no execution; for unit tests) or
+            bubblewrap in the runtime's root filesystem), ``fake`` (no execution; for unit
+            tests), a backend registered by a plugin (``verifiers.sandboxes`` entry points), or
             ``auto``: docker when an engine is reachable and the ``python`` image is built,
             else local.
         settings: Pool sizes, limits and backend options (defaults documented on
             :class:`SandboxSettings`).
 
     Raises:
+        BadInput: no backend has that name (the message lists the known ones).
         SandboxUnavailable: the requested backend cannot work here (the hint says why).
         MissingDependency: ``docker`` was requested without the docker SDK installed.
     """
     settings = settings or SandboxSettings()
-    if kind == "fake":
-        return FakeProvider()
-    if kind == "local":
-        return LocalProvider(settings)
-    if kind == "docker" or (kind == "auto" and docker_ready(settings)):
-        from ._docker import DockerProvider
-
-        return DockerProvider(settings)
     if kind == "auto":
-        return LocalProvider(settings)
-    from verifiers.errors import BadInput
-
-    raise BadInput(f"unknown sandbox kind {kind!r}; use auto, docker, local or fake")
+        kind = "docker" if docker_ready(settings) else "local"
+    return get_backend(kind).from_settings(settings)

@@ -7,12 +7,16 @@ only a broken provider raises (``SandboxUnavailable`` / ``InfraError``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, ClassVar, Self, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ExecResult", "Limits", "Sandbox"]
+if TYPE_CHECKING:
+    from ._settings import SandboxSettings
+
+__all__ = ["ExecResult", "LimitOverrides", "Limits", "Sandbox", "SandboxProvider"]
 
 
 class Limits(BaseModel):
@@ -110,3 +114,54 @@ class Sandbox(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+class LimitOverrides(TypedDict, total=False):
+    """The :class:`Limits` fields a session may override (``session("python", timeout_s=5)``);
+    validated by ``Limits`` itself, so an unknown or out-of-range value is ``BadInput``."""
+
+    timeout_s: float
+    memory_mb: int
+    cpu_s: float | None
+    pids: int
+    output_bytes: int
+    file_bytes: int
+
+
+class SandboxProvider(ABC):
+    """A sandbox backend: hands out one isolated :class:`Sandbox` per job.
+
+    Every backend (``docker``, ``local``, ``fake``, and third-party ones registered through the
+    ``verifiers.sandboxes`` entry-point group, see :mod:`verifiers.sandbox._registry`)
+    implements this. ``session`` raises ``SandboxUnavailable`` (with a hint naming the fix)
+    when the backend or the runtime cannot work, before any job runs; a failing command is an
+    :class:`ExecResult`, never an exception.
+    """
+
+    kind: ClassVar[str] = ""
+    """The registry name of the backend."""
+
+    @classmethod
+    def from_settings(cls, settings: SandboxSettings) -> Self:
+        """Construct the backend from shared settings (what ``open_provider`` calls)."""
+        return cls(settings)  # type: ignore[call-arg]
+
+    @classmethod
+    def probe(cls, settings: SandboxSettings) -> tuple[bool, str]:
+        """Whether the backend can work on this host, and a one-line detail (cheap; no jobs)."""
+        return True, ""
+
+    @abstractmethod
+    def session(
+        self, image: str = "python", **limits: Unpack[LimitOverrides]
+    ) -> AbstractAsyncContextManager[Sandbox]:
+        """A fresh sandbox of runtime ``image`` for one job (``async with``)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Stop every container or runner the provider owns; idempotent."""
+
+    def status(self) -> dict[str, int]:
+        """Counts a backend reports (idle/busy workers); empty when it keeps none."""
+        counts = getattr(self, "counts", None)
+        return dict(counts()) if callable(counts) else {}

@@ -109,6 +109,8 @@ class Worker(ABC):
         hello = await asyncio.wait_for(self._read_frame(), timeout)
         if hello.get("op") != "hello" or hello.get("version") != PROTOCOL_VERSION:
             raise RunnerLost(f"unexpected hello from runner: {hello!r}")
+        if hello.get("preload_error"):  # a broken runtime: decided before any job runs
+            raise RunnerLost(str(hello["preload_error"])[:2000])
         self.hello = hello
 
     async def _read_frame(self) -> dict[str, Any]:

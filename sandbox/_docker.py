@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from verifiers.errors import MissingDependency, SandboxUnavailable
 
-from ._base import Limits
+from ._base import Limits, SandboxProvider
 from ._client import (
     Channel,
     RunnerLost,
@@ -51,7 +51,9 @@ from ._client import (
 )
 from ._client import pooled_session as _pooled_session
 from ._images import LABEL, get_image, image_tag
+from ._launch import RunnerLaunch, runner_launch
 from ._local import runner_source
+from ._runtimes import BASE_PATH, JOB_ENV
 from ._settings import SandboxSettings
 
 __all__ = [
@@ -215,6 +217,14 @@ def prune_containers(client: Any, *, everything: bool = False, owner: str | None
     return removed
 
 
+def _job_path(launch: RunnerLaunch) -> str:
+    """Jobs' ``PATH``: a runtime with its own interpreter puts its folder first."""
+    default = BASE_PATH
+    if launch.python == RunnerLaunch().python:
+        return default
+    return f"{os.path.dirname(launch.python)}:{default}"
+
+
 class _AttachChannel(Channel):
     """The container's stdin/stdout over a hijacked attach connection (stdout multiplexed)."""
 
@@ -269,13 +279,20 @@ def _cleanup_at_exit() -> None:
         provider._remove_all_sync()
 
 
-class DockerProvider:
+class DockerProvider(SandboxProvider):
     """Sessions in warm, hardened containers (see the module docstring).
 
     Raises (at construction):
         SandboxUnavailable: no engine answers.
         MissingDependency: the docker SDK is not installed.
     """
+
+    @classmethod
+    def probe(cls, settings: SandboxSettings) -> tuple[bool, str]:
+        """Whether an engine answers and the ``python`` image is built."""
+        if engine_and_image_ready(settings):
+            return True, "engine reachable, python image built"
+        return False, "no engine, or the python image is not built (`verifiers sandbox build`)"
 
     kind = "docker"
 
@@ -289,6 +306,8 @@ class DockerProvider:
         self._docker = _import_docker()
         self.owner = owner_label()
         self._tags: dict[str, str] = {}
+        self._launch: dict[str, RunnerLaunch] = {}
+        """Built tag -> how its runner starts (the runtime's ``runtime.toml``)."""
         self._pool = WorkerPool(self._start, self.settings)
         self._containers: set[str] = set()
         self._closed = False
@@ -313,7 +332,9 @@ class DockerProvider:
         tag = self._tags.get(image)
         if tag is not None:
             return tag
-        tag = image_tag(get_image(image, self.settings), self.settings)
+        definition = get_image(image, self.settings)
+        tag = image_tag(definition, self.settings)
+        self._launch[tag] = runner_launch(definition)
         try:
             self._client.images.get(tag)
         except self._docker.errors.ImageNotFound:
@@ -339,7 +360,9 @@ class DockerProvider:
         """Create and start one container; with ``socket_dir`` the runner connects to a unix
         socket there, else its stdin/stdout are attached (returned socket)."""
         api = self._client.api
-        memory = f"{limits.memory_mb + self.settings.runner_overhead_mb}m"
+        launch = self._launch.get(tag, RunnerLaunch())
+        overhead = self.settings.runner_overhead_mb + launch.overhead_mb
+        memory = f"{limits.memory_mb + overhead}m"
         host_config = api.create_host_config(
             network_mode="none",
             read_only=True,
@@ -373,21 +396,18 @@ class DockerProvider:
             "private_scratch": True,
             "mqueue": "/dev/mqueue",
             "python_fastpath": self.settings.python_fastpath,
-            "path": "/usr/local/bin:/usr/bin:/bin",
-            "env": {
-                "LANG": "C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "OPENBLAS_NUM_THREADS": "1",
-                "OMP_NUM_THREADS": "1",
-                "MKL_NUM_THREADS": "1",
-                "MPLBACKEND": "Agg",
-            },
+            # The runtime's interpreter first, as on the local backend: `python` is its python.
+            "path": _job_path(launch),
+            "env": {**JOB_ENV, **dict(launch.env)},  # the same job env as the local backend
         }
         if socket_dir:
             config["connect"] = "/run/verifiers/runner.sock"
+        if launch.preload:
+            config["preload"] = launch.preload
+            config["preload_timeout"] = self.settings.start_timeout_s
         container = api.create_container(
             image=tag,
-            command=["/usr/bin/python3", "-I", "-c", runner_source(), json.dumps(config)],
+            command=[launch.python, "-I", "-c", runner_source(), json.dumps(config)],
             user="0:0",
             stdin_open=socket_dir is None,
             tty=False,

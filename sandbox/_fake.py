@@ -23,8 +23,9 @@ from typing import Any
 
 from verifiers.errors import BadInput, InfraError
 
-from ._base import ExecResult, Limits, Sandbox
+from ._base import ExecResult, Limits, Sandbox, SandboxProvider
 from ._client import merge_limits
+from ._settings import SandboxSettings
 
 __all__ = ["FakeCall", "FakeProvider", "FakeSandbox"]
 
@@ -142,7 +143,7 @@ class FakeSandbox(Sandbox):
         self.closed = True
 
 
-class FakeProvider:
+class FakeProvider(SandboxProvider):
     """A provider whose sessions are :class:`FakeSandbox` objects sharing one handler.
 
     Attributes:
@@ -151,6 +152,15 @@ class FakeProvider:
     """
 
     kind = "fake"
+
+    @classmethod
+    def from_settings(cls, settings: SandboxSettings) -> FakeProvider:
+        """A fake with the default handler (settings do not apply: nothing runs)."""
+        return cls()
+
+    @classmethod
+    def probe(cls, settings: SandboxSettings) -> tuple[bool, str]:
+        return True, "for tests: runs nothing"
 
     def __init__(self, handler: Handler | None = None) -> None:
         self.handler = handler

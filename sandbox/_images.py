@@ -1,6 +1,11 @@
 """Sandbox images: definitions under ``sandbox/images/<name>/``, built without any registry.
 
-An image is a folder with a ``Dockerfile`` and, optionally, a ``prepare.py`` defining
+A folder with a ``runtime.toml`` is a *runtime* (see :mod:`verifiers.sandbox._runtimes`): its
+root filesystem is built once and both backends use it; its Docker image is ``docker import``
+of that folder, so Docker and the local backend run identical files. That is the way to add
+a job environment. The older form below (a ``Dockerfile``) stays for images only Docker needs.
+
+An image folder may instead hold a ``Dockerfile`` and, optionally, a ``prepare.py`` defining
 ``prepare(context: pathlib.Path) -> None``, called with a scratch copy of the folder before the
 build (to place wheels, binaries or other files the build context needs, since containers
 cannot reach the internet). The Dockerfile starts with::
@@ -82,7 +87,8 @@ def find_images(settings: SandboxSettings) -> dict[str, ImageDef]:
         if not folder.is_dir():
             continue
         for child in sorted(folder.iterdir()):
-            if (child / "Dockerfile").is_file() and child.name not in found:
+            defined = (child / "Dockerfile").is_file() or (child / "runtime.toml").is_file()
+            if defined and child.name not in found:
                 found[child.name] = ImageDef(child.name, child)
     return found
 
@@ -98,7 +104,7 @@ def get_image(name: str, settings: SandboxSettings) -> ImageDef:
         known = ", ".join(sorted(images)) or "none"
         raise SandboxUnavailable(
             f"no sandbox image named {name!r} (known: {known})",
-            hint="add sandbox/images/<name>/Dockerfile",
+            hint="add sandbox/images/<name>/runtime.toml (see docs/sandbox.md)",
         )
     return images[name]
 
@@ -189,9 +195,9 @@ def image_tag(image: ImageDef, settings: SandboxSettings) -> str:
 
 
 def _cache_dir() -> Path:
-    path = Path(os.environ.get("VERIFIERS_SANDBOX_CACHE", "/var/cache/verifiers-sandbox"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    from ._runtimes import cache_dir
+
+    return cache_dir()
 
 
 def _image_exists(client: Any, tag: str) -> bool:
@@ -205,41 +211,22 @@ def _image_exists(client: Any, tag: str) -> bool:
 
 
 def build_base(client: Any, settings: SandboxSettings, log: Callable[[str], None]) -> str:
-    """Make the base image if it is missing: debootstrap minbase, then ``docker import``.
+    """Make the base image if it is missing: ``docker import`` of the debootstrapped base
+    folder that runtimes start from (one debootstrap serves both).
 
     Raises:
+        SandboxUnavailable: debootstrap is missing or the caller is not root.
         InfraError: debootstrap or the import failed (its output is in the message).
     """
+    from ._runtimes import base_rootfs
+
     tag = base_tag(settings)
     if _image_exists(client, tag):
         log(f"base {tag}: up to date")
         return tag
-    if shutil.which("debootstrap") is None:
-        raise SandboxUnavailable(
-            "debootstrap is needed to build the base image", hint="apt-get install debootstrap"
-        )
-    recipe = _base_recipe()
-    work = Path(tempfile.mkdtemp(prefix="base-", dir=_cache_dir()))
-    rootfs = work / "rootfs"
-    try:
-        log(f"base {tag}: debootstrap --variant=minbase {SUITE} from {recipe['mirror']}")
-        done = subprocess.run(
-            ["debootstrap", "--variant=minbase", SUITE, str(rootfs), recipe["mirror"]],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise InfraError(f"debootstrap failed: {(done.stdout + done.stderr)[-2000:]}")
-        if recipe["apt"]:
-            (rootfs / "etc/apt/apt.conf.d/99verifiers").write_text(recipe["apt"])
-        for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
-            for item in (rootfs / leftover).glob("*"):
-                if item.is_file():
-                    item.unlink()
-        (rootfs / "work").mkdir(exist_ok=True)
-        tarball = work / "rootfs.tar"
+    rootfs = base_rootfs(settings, log)
+    with tempfile.TemporaryDirectory(prefix="base-", dir=_cache_dir()) as tmp:
+        tarball = Path(tmp) / "rootfs.tar"
         subprocess.run(
             ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
             check=True,
@@ -250,8 +237,6 @@ def build_base(client: Any, settings: SandboxSettings, log: Callable[[str], None
         client.api.import_image_from_file(
             str(tarball), repository=repository, tag=version, changes=[f"LABEL {LABEL}=base"]
         )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     if not _image_exists(client, tag):
         raise InfraError(f"docker import did not produce {tag}")
     return tag
@@ -285,10 +270,24 @@ def build_image(
     Raises:
         InfraError: the prepare hook or ``docker build`` failed (last log lines included).
     """
+    from ._runtimes import build_rootfs, import_image, load_runtime
+
     tag = image_tag(image, settings)
+    runtime = load_runtime(image.path)
     if not force and _image_exists(client, tag):
         log(f"{image.name} {tag}: up to date")
+        if runtime is not None:
+            build_rootfs(runtime, settings, log)  # the local backend's copy of the same files
         return tag, False
+    if runtime is not None:
+        root, _ = build_rootfs(runtime, settings, log, force=force)
+        log(f"{image.name} {tag}: docker import of {root}")
+        import_image(client, root, tag, runtime, LABEL)
+        if not _image_exists(client, tag):
+            raise InfraError(f"docker import did not produce {tag}")
+        repository, _, _ = tag.rpartition(":")
+        client.api.tag(tag, repository, "latest")
+        return tag, True
     base = build_base(client, settings, log)
     with tempfile.TemporaryDirectory(prefix=f"image-{image.name}-", dir=_cache_dir()) as tmp:
         context = Path(tmp) / "context"

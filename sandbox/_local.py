@@ -2,13 +2,22 @@
 
 The embedded default when no Docker engine is reachable. Isolation, strongest first:
 
-* ``bwrap``: new pid/net/ipc/uts namespaces (no network at all), a read-only view of the
-  system directories and of the interpreter's environment, private ``/tmp`` and work tmpfs,
-  ``--die-with-parent``. When the host runs as root the runner keeps only the capabilities it
+* ``bwrap``: new pid/net/ipc/uts namespaces (no network at all), the session's *runtime root
+  filesystem* (``sandbox/images/<name>/runtime.toml``, built by ``verifiers sandbox build``;
+  the Docker image is ``docker import`` of the same folder) read-only as ``/``, private
+  ``/tmp`` and ``/work`` tmpfs, ``--die-with-parent``. Jobs see the runtime's interpreter and
+  pinned packages, the same files as in Docker, and nothing of the host: not its venv, not its
+  ``/usr``. A runtime that is not built is ``SandboxUnavailable`` naming the build command,
+  raised when the session is asked for, before any model code runs. When the host runs as root the runner keeps only the capabilities it
   needs to drop jobs to an unprivileged uid; otherwise a user namespace is added.
 * ``unshare``: new pid/net/ipc/uts/mount namespaces but the host filesystem stays visible
   (jobs run as an unprivileged uid when the host is root).
 * ``none``: rlimits only, with one loud warning line.
+
+``unshare`` and ``none`` cannot give a job its runtime's root, so they run runtime sessions
+only when ``SandboxSettings.local_python`` names a host interpreter explicitly (an escape hatch
+for hosts without bubblewrap, documented as not parity-safe); otherwise the session is
+``SandboxUnavailable`` with the fix (install bubblewrap).
 """
 
 from __future__ import annotations
@@ -29,10 +38,13 @@ from typing import Any, Literal
 
 from verifiers.errors import SandboxUnavailable
 
-from ._base import Limits
+from ._base import Limits, SandboxProvider
 from ._cgroups import RunnerCgroup, make_runner_cgroup
 from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
 from ._client import pooled_session as _pooled_session
+from ._images import find_images, get_image
+from ._launch import RunnerLaunch, runner_launch
+from ._runtimes import Runtime, load_runtime, ready_rootfs
 from ._settings import SandboxSettings
 
 __all__ = ["LocalProvider", "detect_isolation", "runner_source"]
@@ -42,6 +54,7 @@ log = logging.getLogger("verifiers.sandbox")
 Isolation = Literal["bwrap", "unshare", "none"]
 _RUNNER_CAPS = ("SETUID", "SETGID", "CHOWN", "KILL", "DAC_OVERRIDE", "FOWNER")
 _WORK_ROOT = "/sandbox"
+_RUNTIME_WORK_ROOT = "/work"  # as in the Docker image: a job sees the same paths
 _SCRATCH_MB = 64
 """Size of the runner's private ``/tmp`` and ``/dev/shm`` (as Docker's ``/tmp`` and shm)."""
 _CGROUP_MOUNT = "/run/verifiers/cgroup"
@@ -68,7 +81,7 @@ def _env_prefix(settings: SandboxSettings) -> tuple[Path, list[Path]]:
     return bin_dir, sorted(roots)
 
 
-def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
+def _bwrap_namespaces() -> list[str]:
     bwrap = shutil.which("bwrap") or "bwrap"
     argv = [
         bwrap,
@@ -84,6 +97,32 @@ def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
     ]
     if os.geteuid() != 0:
         argv.append("--unshare-user")
+    return argv
+
+
+def _bwrap_caps() -> list[str]:
+    argv: list[str] = []
+    if os.geteuid() == 0:
+        argv += ["--cap-drop", "ALL"]
+        for cap in _RUNNER_CAPS:
+            argv += ["--cap-add", f"CAP_{cap}"]
+    return argv
+
+
+def _rootfs_bwrap_argv(settings: SandboxSettings, root: Path, work_root: str) -> list[str]:
+    """bubblewrap with the runtime's root filesystem, read-only, as ``/`` (nothing of the host),
+    and the same size-capped scratch as the host-directories mode."""
+    argv = [*_bwrap_namespaces(), "--ro-bind", str(root), "/", "--proc", "/proc", "--dev", "/dev"]
+    # /run as a small root-owned tmpfs: the read-only root cannot take the mount points the
+    # per-runner cgroup binds need (jobs, another uid, cannot write there).
+    argv += ["--perms", "0755", "--size", str(1 << 20), "--tmpfs", "/run"]
+    argv += [*_bwrap_scratch(settings, work_root), "--chdir", "/"]
+    return [*argv, *_bwrap_caps()]
+
+
+def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
+    """bubblewrap over the host's system directories (probe and ``local_python`` mode)."""
+    argv = _bwrap_namespaces()
     for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"):
         if os.path.islink(top):
             argv += ["--symlink", os.readlink(top), top]
@@ -104,11 +143,7 @@ def _bwrap_argv(settings: SandboxSettings, work_root: str) -> list[str]:
         argv += ["--ro-bind", text, text]
     argv += ["--proc", "/proc", "--dev", "/dev", *_bwrap_scratch(settings, work_root)]
     argv += ["--chdir", "/"]
-    if os.geteuid() == 0:
-        argv += ["--cap-drop", "ALL"]
-        for cap in _RUNNER_CAPS:
-            argv += ["--cap-add", f"CAP_{cap}"]
-    return argv
+    return [*argv, *_bwrap_caps()]
 
 
 def _bwrap_scratch(settings: SandboxSettings, work_root: str) -> list[str]:
@@ -212,10 +247,29 @@ class _LocalWorker(Worker):
             await asyncio.get_running_loop().run_in_executor(None, cgroup.remove)
 
 
-class LocalProvider:
+class LocalProvider(SandboxProvider):
     """Runs sessions in warm local runners (see the module docstring for the isolation)."""
 
     kind = "local"
+
+    @classmethod
+    def probe(cls, settings: SandboxSettings) -> tuple[bool, str]:
+        """The isolation that works here and which runtimes are built."""
+        from ._runtimes import MARKER, rootfs_path
+
+        try:
+            isolation = detect_isolation(settings.local_isolation)
+        except SandboxUnavailable as exc:
+            return False, str(exc)
+        built = []
+        for name, image in sorted(find_images(settings).items()):
+            runtime = load_runtime(image.path)
+            if runtime is not None and (rootfs_path(runtime, settings) / MARKER).is_file():
+                built.append(name)
+        if isolation != "bwrap" and settings.local_python is None:
+            return False, f"isolation {isolation}: runtimes need bubblewrap"
+        listing = ", ".join(built) or "none (run `verifiers sandbox build`)"
+        return bool(built), f"isolation: {isolation}; runtimes built: {listing}"
 
     def __init__(self, settings: SandboxSettings | None = None) -> None:
         self.settings = settings or SandboxSettings()
@@ -224,6 +278,7 @@ class LocalProvider:
             _warn_once()
         self._pool = WorkerPool(self._start, self.settings)
         self._next_slot = 0
+        self._roots: dict[str, tuple[Runtime, Path]] = {}
         self._cgroups: dict[int, RunnerCgroup] = {}
         self._last_uid = 0
 
@@ -233,8 +288,48 @@ class LocalProvider:
         self._next_slot += 1
         return 200_000 + (os.getpid() % 1000) * 100 + self._next_slot % 100
 
+    def _runtime_root(self, image: str) -> tuple[Runtime, Path] | None:
+        """The runtime and its built root for ``image`` (None in ``local_python`` mode).
+
+        Raises:
+            SandboxUnavailable: no such runtime, it is not built, or bubblewrap is missing.
+        """
+        if self.settings.local_python is not None:
+            return None
+        found = self._roots.get(image)
+        if found is not None:
+            return found
+        runtime = load_runtime(get_image(image, self.settings).path)
+        if runtime is None:
+            raise SandboxUnavailable(
+                f"sandbox image {image!r} has no runtime.toml, so the local backend cannot "
+                "run it (it is a Docker-only image)",
+                hint=f"use --sandbox docker, or define sandbox/images/{image}/runtime.toml",
+            )
+        if self.isolation != "bwrap":
+            raise SandboxUnavailable(
+                f"the local backend runs runtime {image!r} in its root filesystem, which needs "
+                f"bubblewrap (isolation here: {self.isolation})",
+                hint="apt-get install bubblewrap, or use --sandbox docker",
+            )
+        root = ready_rootfs(runtime, self.settings)
+        self._roots[image] = (runtime, root)
+        return runtime, root
+
     def _command(self, key: Hashable) -> list[str]:
-        bin_dir, _ = _env_prefix(self.settings)
+        image = str(key[0]) if isinstance(key, tuple) else "python"
+        found = self._runtime_root(image)
+        if found is not None:
+            return self._runtime_command(*found)
+        # The local_python escape hatch: host directories and a host interpreter.
+        launch = _launch_for(key, self.settings)
+        settings = self.settings
+        runner_python = _system_python()
+        local = launch.local_interpreter()
+        if local is not None:  # the runtime has its own interpreter: runner and jobs use it
+            settings = settings.model_copy(update={"local_python": local})
+            runner_python = str(local)
+        bin_dir, _ = _env_prefix(settings)
         uid = self._job_uid()
         self._last_uid = uid
         private = self.isolation in ("bwrap", "unshare")
@@ -262,13 +357,38 @@ class LocalProvider:
         if self.isolation == "unshare" and os.geteuid() != 0:
             config["job_uid"] = 0  # only uid 0 is mapped in the user namespace
             config["job_gid"] = 0
+        if launch.preload:
+            config["preload"] = launch.preload
+            config["preload_timeout"] = self.settings.start_timeout_s
         binds = self._job_isolation(config, uid)
-        runner = [_system_python(), "-I", "-c", runner_source(), json.dumps(config)]
+        runner = [runner_python, "-I", "-c", runner_source(), json.dumps(config)]
         if self.isolation == "bwrap":
-            return [*_bwrap_argv(self.settings, work_root), *binds, *runner]
+            return [*_bwrap_argv(settings, work_root), *binds, *runner]
         if self.isolation == "unshare":
             return [*_unshare_argv(), *runner]
         return runner
+
+    def _runtime_command(self, runtime: Runtime, root: Path) -> list[str]:
+        uid = self._job_uid()
+        self._last_uid = uid
+        config: dict[str, Any] = {
+            "root": _RUNTIME_WORK_ROOT,
+            "job_uid": uid,
+            "job_gid": uid,
+            "private_pids": True,
+            "address_space": True,
+            "nproc": True,
+            "python_fastpath": self.settings.python_fastpath,
+            "path": runtime.path_env,
+            "env": runtime.job_env(),
+        }
+        launch = runner_launch(get_image(runtime.name, self.settings))
+        if launch.preload:  # a warm zygote that ran the runtime's preload (blender: bpy)
+            config["preload"] = launch.preload
+            config["preload_timeout"] = self.settings.start_timeout_s
+        binds = self._job_isolation(config, uid)  # the same per-job isolation as below
+        runner = [runtime.interpreter, "-I", "-c", runner_source(), json.dumps(config)]
+        return [*_rootfs_bwrap_argv(self.settings, root, _RUNTIME_WORK_ROOT), *binds, *runner]
 
     def _job_isolation(self, config: dict[str, Any], uid: int) -> list[str]:
         """What keeps one job from changing what the next job of the runner gets: private IPC
@@ -317,9 +437,14 @@ class LocalProvider:
         return worker
 
     def session(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
-        """A fresh work dir in a warm local runner. ``image`` is accepted for parity with the
-        docker backend; jobs see the host's system and the configured interpreter."""
+        """A fresh work dir in a warm local runner of runtime ``image``.
+
+        Raises:
+            SandboxUnavailable: the runtime is unknown, not built or cannot run here (the hint
+                names the fix); raised here, before any job runs.
+        """
         merged = merge_limits(self.settings.limits, limits)
+        self._runtime_root(image)
         return self._session(image, merged)
 
     @asynccontextmanager
@@ -342,6 +467,17 @@ class LocalProvider:
         await self._pool.close()
         if self.isolation != "bwrap":
             shutil.rmtree(_host_work_root(), ignore_errors=True)
+
+
+def _launch_for(key: Hashable, settings: SandboxSettings) -> RunnerLaunch:
+    """The runtime's launch settings for a pool key ``(image, memory, pids)``.
+
+    Runtimes without a ``runtime.toml`` (and names with no image folder, which the local
+    backend has always accepted) start the default runner.
+    """
+    image = key[0] if isinstance(key, tuple) and key else "python"
+    definition = find_images(settings).get(str(image))
+    return runner_launch(definition) if definition is not None else RunnerLaunch()
 
 
 def _host_work_root() -> str:

@@ -359,6 +359,9 @@ class Runner:
         self.keep_limit = int(config.get("keep_bytes", 16 << 20))
         self.zygote: socket.socket | None = None
         self.zygote_pid = 0
+        self.preload_error = ""
+        self.preload_vm = 0
+        """Address space of the zygote after its preload (0 without one)."""
         self.python_real = os.path.realpath(sys.executable)
         self._is_us: dict[tuple[str, str], bool] = {}
         self.ancestors = self._ancestors()
@@ -384,6 +387,7 @@ class Runner:
                 "python": sys.version.split()[0],
                 "oom_counter": _oom_kills() >= 0,
                 "fast_python": self.zygote is not None,
+                "preload_error": self.preload_error,
                 "isolation": self.isolation_report(),
             }
         )
@@ -869,9 +873,21 @@ class Runner:
         return int(pid)
 
     def _enter_job(
-        self, cwd: str, limits: dict[str, Any], timeout: float, in_r: int, out_w: int, err_w: int
+        self,
+        cwd: str,
+        limits: dict[str, Any],
+        timeout: float,
+        in_r: int,
+        out_w: int,
+        err_w: int,
+        base_vm: int = 0,
     ) -> None:
-        """In the forked child: new session, job stdio only, rlimits, job uid, work dir."""
+        """In the forked child: new session, job stdio only, rlimits, job uid, work dir.
+
+        ``base_vm``: address space a preloaded zygote already maps (see ``_run_preload``);
+        ``memory_mb`` counts beyond it, so a job of a heavy runtime gets the memory it asked
+        for and not less.
+        """
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
@@ -887,7 +903,7 @@ class Runner:
                 handle.write("1000")
         except OSError:
             pass
-        memory = int(limits.get("memory_mb", 512)) << 20
+        memory = (int(limits.get("memory_mb", 512)) << 20) + base_vm
         cpu = limits.get("cpu_s")
         cpu_s = int(float(cpu) + 0.999) if cpu is not None else int(timeout) + 1
         settings = [
@@ -932,7 +948,7 @@ class Runner:
     ) -> None:
         code = 127
         try:
-            self._enter_job(cwd, limits, timeout, in_r, out_w, err_w)
+            self._enter_job(cwd, limits, timeout, in_r, out_w, err_w, self.preload_vm)
             code = 126
             os.execvpe(argv[0], argv, env)
         except OSError as exc:
@@ -981,8 +997,13 @@ class Runner:
             return ["file", *argv[1:]]
         return None
 
-    def start_zygote(self) -> None:
-        """Fork the zygote now, while this process holds no job data at all."""
+    def start_zygote(self, preload: str = "", preload_timeout: float = 120.0) -> None:
+        """Fork the zygote now, while this process holds no job data at all.
+
+        ``preload`` (the runtime's preload source, see :func:`_run_preload`) runs in the
+        zygote before it serves; this waits for it, so a job's deadline never pays for it.
+        A preload that fails leaves no zygote and sets ``preload_error`` (sent in ``hello``).
+        """
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
         if pid == 0:
@@ -992,13 +1013,35 @@ class Runner:
                     os.close(fd)
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                if preload:
+                    problem = _run_preload(preload)
+                    self.preload_vm = _vm_size()
+                    ready = b"R%d" % self.preload_vm
+                    theirs.sendall(ready if problem is None else b"E" + problem.encode()[:4000])
+                    if problem is not None:
+                        return
                 self._zygote_loop(theirs)
             finally:
                 os._exit(0)
         theirs.close()
+        self.ancestors.add(pid)  # never swept as a job process
+        if preload:
+            ready, _, _ = select.select([ours], [], [], preload_timeout)
+            answer = ours.recv(4096) if ready else b""
+            if answer[:1] != b"R":
+                detail = answer[1:].decode("utf-8", "replace") or "no answer"
+                self.preload_error = f"runtime preload failed: {detail}"
+                ours.close()
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                return
+            # Jobs that fork+exec the runtime's interpreter (the zygote gone) pay its baseline
+            # themselves: they get the same allowance above it as fast-path jobs.
+            self.preload_vm = int(answer[1:] or b"0")
         self.zygote = ours
         self.zygote_pid = pid
-        self.ancestors.add(pid)  # never swept as a job process
 
     def _zygote_loop(self, sock: socket.socket) -> None:
         # What every python job needs, imported once here instead of in each job.
@@ -1038,7 +1081,13 @@ class Runner:
             os.close(spec_r)
             spec = json.loads(b"".join(chunks).decode("utf-8"))
             self._enter_job(
-                str(spec["cwd"]), dict(spec["limits"]), float(spec["timeout"]), in_r, out_w, err_w
+                str(spec["cwd"]),
+                dict(spec["limits"]),
+                float(spec["timeout"]),
+                in_r,
+                out_w,
+                err_w,
+                self.preload_vm,
             )
             _set_dumpable(1)  # a normal process of the job uid, visible to the sweep
             code = _run_python(list(spec["fast"]), dict(spec["env"]))
@@ -1499,6 +1548,37 @@ def _run_python(fast: list[str], env: dict[str, str]) -> int:
     return code
 
 
+def _vm_size() -> int:
+    """This process's mapped address space (``VmSize``), in bytes; 0 when unknown."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _run_preload(source: str) -> str | None:
+    """Run a runtime's preload code in the zygote; returns None, or why it failed.
+
+    Some runtimes are only fast when a heavy module is already imported and warmed up (the
+    ``blender`` runtime: ``import bpy`` ~0.7 s, Cycles' first render ~0.1 s). The runtime's
+    definition names that code (``preload`` in its ``runtime.toml``); the host sends it in
+    the runner's config, so it is trusted code, never a job's. It runs once in the zygote,
+    before any job data exists, as the runner's user; every fast-path job is then a fork of
+    the warmed interpreter. It must leave no threads that a fork would need (CPython and
+    Blender's task pools recover in the child) and nothing a job could use to reach the
+    runner: jobs still get their own session, rlimits, uid and fds as without a preload.
+    """
+    try:
+        exec(compile(source, "<runtime preload>", "exec"), {"__name__": "__verifiers_preload__"})  # noqa: S102
+    except (Exception, SystemExit) as exc:  # reported to the host as a broken runtime
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def _close_other_fds() -> None:
     """Close every fd above 2. Lists the open ones: ``closerange`` falls back to one
     ``close`` per number where seccomp hides ``close_range`` (Docker), ~65k syscalls."""
@@ -1653,7 +1733,9 @@ def main(argv: list[str]) -> int:
     os.makedirs(root, exist_ok=True)
     runner = Runner(config, rfd, wfd)
     if config.get("python_fastpath", True):
-        runner.start_zygote()
+        runner.start_zygote(
+            str(config.get("preload") or ""), float(config.get("preload_timeout", 120.0))
+        )
     return runner.serve()
 
 

@@ -58,11 +58,13 @@ class SandboxSettings(BaseModel):
     image_prefix: str = "verifiers-sandbox"
     """Repository prefix of built images: ``<prefix>/<name>:<input hash>``."""
     image_dirs: tuple[Path, ...] = ()
-    """Extra folders holding ``<name>/Dockerfile`` image definitions (searched first)."""
+    """Extra folders holding ``<name>/runtime.toml`` (or Dockerfile) definitions (searched first)."""
     # -- local -------------------------------------------------------------------------------
     local_isolation: Literal["auto", "bwrap", "unshare", "none"] = "auto"
     """``auto`` uses bubblewrap when it works, else ``unshare`` namespaces, else rlimits only
     (with one loud warning)."""
     local_python: Path | None = None
-    """Interpreter whose environment the local backend exposes to jobs first on ``PATH``
-    (default: the running interpreter, so jobs see the same packages)."""
+    """Escape hatch, not parity-safe: run local jobs with this *host* interpreter and the
+    host's system directories instead of the session's runtime root filesystem (the default,
+    ``None``, which gives jobs the same files as the Docker image and never the host's venv).
+    For hosts without bubblewrap; rewards may then differ from Docker's."""

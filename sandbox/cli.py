@@ -31,21 +31,37 @@ def _fail(exc: VerifierError) -> int:
 
 
 def _build(args: argparse.Namespace, settings: SandboxSettings) -> int:
-    from ._docker import connect
+    """Build runtimes' root filesystems (no Docker needed) and, when an engine answers, their
+    Docker images (``docker import`` of the same folder) and any Dockerfile-only images."""
     from ._images import build_image, find_images
+    from ._runtimes import build_rootfs, load_runtime
 
-    client = connect(settings, timeout=1800)
     images = find_images(settings)
     names = list(args.names) or sorted(images)
     unknown = [n for n in names if n not in images]
     if unknown:
         print(f"error: unknown image(s) {unknown}; known: {sorted(images)}", file=sys.stderr)
         return 2
+    client: Any = None
+    try:
+        from ._docker import connect
+
+        client = connect(settings, timeout=1800)
+    except (VerifierError, MissingDependency) as exc:
+        _say(f"docker: not used ({exc.message}); building root filesystems only")
     for name in names:
         started = time.monotonic()
-        tag, built = build_image(client, images[name], settings, _say, force=args.force)
-        verb = "built" if built else "up to date"
-        _say(f"{name}: {verb} {tag} ({time.monotonic() - started:.1f}s)")
+        runtime = load_runtime(images[name].path)
+        if client is not None:
+            tag, built = build_image(client, images[name], settings, _say, force=args.force)
+            verb = "built" if built else "up to date"
+            _say(f"{name}: {verb} {tag} ({time.monotonic() - started:.1f}s)")
+        elif runtime is not None:
+            root, built = build_rootfs(runtime, settings, _say, force=args.force)
+            verb = "built" if built else "up to date"
+            _say(f"{name}: {verb} {root} ({time.monotonic() - started:.1f}s)")
+        else:
+            _say(f"{name}: skipped (a Dockerfile-only image needs a Docker engine)")
     return 0
 
 
@@ -129,6 +145,35 @@ def _isolation_rows(kind: str, report: dict[str, Any]) -> list[tuple[str, bool, 
     ]
 
 
+def _isolation(settings: SandboxSettings) -> dict[str, str]:
+    """What each backend's isolation holds on this host (one line each)."""
+    from ._local import detect_isolation
+
+    try:
+        local: str = detect_isolation(settings.local_isolation)
+    except VerifierError as exc:
+        local = f"unavailable: {exc}"
+    lines = {
+        "docker": "container per runner: read-only runtime image, network none, cap_drop ALL "
+        "+ runner caps, no-new-privileges, cgroup memory=memory+swap, pids, CPU quota, "
+        "tmpfs /work and /tmp, non-root jobs",
+    }
+    if local == "bwrap":
+        lines["local"] = (
+            "bubblewrap: runtime root read-only as /, new pid/net/ipc/uts namespaces (no "
+            "network), tmpfs /work /tmp /var/tmp, jobs as an unprivileged uid, rlimits for "
+            "memory (address space), CPU, processes, file size; host files invisible"
+        )
+    elif local == "unshare":
+        lines["local"] = (
+            "unshare: new pid/net/ipc/uts/mount namespaces, host filesystem visible; runtime "
+            "sessions refused (install bubblewrap) unless local_python is set"
+        )
+    else:
+        lines["local"] = f"{local}: rlimits only; runtime sessions refused (install bubblewrap)"
+    return lines
+
+
 def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -157,7 +202,30 @@ def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
         row("docker engine", True, f"version {version}")
     except (VerifierError, MissingDependency) as exc:
         row("docker engine", False, str(exc), required=False)
+    from ._runtimes import MARKER, check_rootfs, load_runtime, rootfs_path
+
     for name, image in sorted(find_images(settings).items()):
+        runtime = load_runtime(image.path)
+        if runtime is not None:
+            root = rootfs_path(runtime, settings)
+            if not (root / MARKER).is_file():
+                row(
+                    f"runtime {name}",
+                    False,
+                    f"not built (run `verifiers sandbox build {name}`)",
+                    required=False,
+                )
+            else:
+                try:
+                    versions = check_rootfs(runtime, root)
+                    listing = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+                    row(f"runtime {name}", True, f"{root}: {listing}")
+                except VerifierError as exc:
+                    row(
+                        f"runtime {name}",
+                        False,
+                        f"{exc} (run `verifiers sandbox build --force {name}`)",
+                    )
         tag = image_tag(image, settings)
         built = False
         if client is not None:
@@ -180,6 +248,8 @@ def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
     row("local backend", ok, detail)
     for part, holds, why in _isolation_rows("local", report) if ok else []:
         row(part, holds, why, required=False)
+    for backend, what in _isolation(settings).items():
+        table.add_row(f"isolation {backend}", "", what)
     from . import docker_ready
 
     if docker_ready(settings):

@@ -14,7 +14,14 @@ pluggable verifiers and get one :class:`Result` each: a reward, a status
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ._source_tree import install_if_source_checkout
+
+# Imported straight from a source checkout (a REPL at the repository root): map domains/,
+# sandbox/ and rl_adapters/ in as the wheel does (see verifiers/_source_tree.py).
+install_if_source_checkout(Path(__file__).resolve().parent)
 
 # Public names resolve lazily (PEP 562): `import verifiers` must stay cheap for trainers and
 # CLIs that only need one corner of it, and pydantic model construction is most of the cost.

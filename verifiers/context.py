@@ -1,4 +1,12 @@
-"""What a verifier gets besides its input: deadline, worker processes, sandboxes, files."""
+"""What a verifier gets besides its input: deadline, worker processes, sandboxes, files.
+
+Resource accounting lives here because every sandboxed job passes through
+:meth:`VerifierContext.sandbox`: each ``exec`` of a sandbox it hands out is recorded (wall
+time, CPU seconds, peak memory, which limit it hit), and the engine stamps the totals on the
+item's result as ``details["resources"]`` (see :meth:`VerifierContext.account`). So every
+domain gets the same numbers without writing any code, and the reward server can export them
+per verifier and runtime (operators watch them for loops and leaks).
+"""
 
 from __future__ import annotations
 
@@ -8,27 +16,33 @@ import hashlib
 import logging
 import tempfile
 import time
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 from .errors import BadInput, SandboxUnavailable
-from .types import Trajectory
+from .types import Result, Trajectory
 
 if TYPE_CHECKING:
+    from verifiers.sandbox._base import LimitOverrides, Sandbox
+
     from .workers import WorkerPool
 
 __all__ = ["SandboxProvider", "VerifierContext"]
 
 
 class SandboxProvider(Protocol):
-    """What ``verifiers.sandbox`` provides to the engine (see ``verifiers.sandbox``).
+    """What ``verifiers.sandbox`` provides to the engine: the structural side of
+    ``verifiers.sandbox.SandboxProvider`` (the ABC every backend implements).
 
     ``session`` hands out an isolated sandbox for one job: a fresh work directory in a warm
     container or local runner, released on exit of the ``async with`` block.
     """
 
-    def session(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
+    def session(
+        self, image: str = "python", **limits: Unpack[LimitOverrides]
+    ) -> AbstractAsyncContextManager[Sandbox]:
         """An isolated sandbox for one job."""
         ...
 
@@ -67,6 +81,7 @@ class VerifierContext:
         self._workers = workers
         self._sandboxes = sandboxes
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+        self._jobs: list[tuple[str, Any]] = []
 
     def remaining(self) -> float:
         """Seconds left before the deadline (never negative)."""
@@ -98,8 +113,11 @@ class VerifierContext:
 
     # -- sandboxes ---------------------------------------------------------------------
 
-    def sandbox(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
-        """An isolated sandbox for one job (``async with ctx.sandbox("python") as sb``).
+    def sandbox(
+        self, image: str = "python", **limits: Unpack[LimitOverrides]
+    ) -> AbstractAsyncContextManager[Sandbox]:
+        """An isolated sandbox of runtime ``image`` for one job (``async with
+        ctx.sandbox("python") as sb``): a typed :class:`verifiers.sandbox.Sandbox`.
 
         Raises:
             SandboxUnavailable: the engine was built without a sandbox provider.
@@ -108,7 +126,61 @@ class VerifierContext:
             raise SandboxUnavailable(
                 "no sandbox provider configured", hint="run with --sandbox auto|docker|local"
             )
-        return self._sandboxes.session(image, **limits)
+        # Opened now, so an unknown or unbuilt runtime raises here, before any job runs.
+        session = self._sandboxes.session(image, **limits)
+        return self._accounted(image, session)
+
+    @asynccontextmanager
+    async def _accounted(
+        self, image: str, session: AbstractAsyncContextManager[Sandbox]
+    ) -> AsyncIterator[Sandbox]:
+        async with session as sandbox:
+            original = sandbox.exec
+
+            async def exec_and_record(argv: list[str], **kwargs: Any) -> Any:
+                result = await original(argv, **kwargs)
+                self._jobs.append((image, result))
+                return result
+
+            sandbox.exec = exec_and_record  # type: ignore[method-assign]
+            try:
+                yield sandbox
+            finally:
+                sandbox.exec = original  # type: ignore[method-assign]
+
+    def resources(self) -> dict[str, Any] | None:
+        """Totals over the sandbox jobs of this item (None when it ran none).
+
+        ``wall_s`` and ``cpu_s`` are sums, ``peak_memory_mb`` the largest job's peak,
+        ``limit_hit`` the limits jobs ran into (``memory``, ``output``, ``timeout``; empty
+        when none), ``runtimes`` the runtimes used.
+        """
+        if not self._jobs:
+            return None
+        hit: set[str] = set()
+        for _, job in self._jobs:
+            for limit, flag in (("timeout", "timed_out"), ("memory", "oom_killed")):
+                if getattr(job, flag, False):
+                    hit.add(limit)
+            if getattr(job, "truncated", False):
+                hit.add("output")
+        return {
+            "jobs": len(self._jobs),
+            "wall_s": round(sum(float(getattr(j, "duration_s", 0.0)) for _, j in self._jobs), 4),
+            "cpu_s": round(sum(float(getattr(j, "cpu_s", 0.0)) for _, j in self._jobs), 4),
+            "peak_memory_mb": round(
+                max(float(getattr(j, "peak_memory_mb", 0.0)) for _, j in self._jobs), 2
+            ),
+            "limit_hit": sorted(hit),
+            "runtimes": sorted({image for image, _ in self._jobs}),
+        }
+
+    def account(self, result: Result) -> Result:
+        """``result`` with ``details["resources"]`` set when this item ran sandbox jobs."""
+        resources = self.resources()
+        if resources is None:
+            return result
+        return result.model_copy(update={"details": {**result.details, "resources": resources}})
 
     # -- files ---------------------------------------------------------------------------
 

@@ -26,9 +26,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._validation import settings_problems
 from .compose import combine
@@ -75,8 +75,23 @@ class EngineSettings(BaseModel):
     """First backoff; doubles each retry."""
     cache: bool | Path = False
     """``True`` for the default cache file, a path for a specific one, ``False`` for none."""
-    sandbox: Literal["auto", "docker", "local", "fake", "none"] = "auto"
-    """Sandbox backend for verifiers that run code; opened on first use."""
+    sandbox: str = "auto"
+    """Sandbox backend for verifiers that run code, opened on first use: ``auto``, ``none``,
+    or a registered backend (``docker``, ``local``, ``fake``, or a plugin's, see
+    ``verifiers.sandbox.backend_names()``)."""
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_sandbox(cls, value: str) -> str:
+        try:
+            from verifiers.sandbox._registry import backend_names
+        except ImportError:  # no sandbox package: only `none` can work, others fail on use
+            return value
+        known = ["auto", "none", *backend_names()]
+        if value not in known:
+            raise ValueError(f"unknown sandbox {value!r}; use one of: {', '.join(known)}")
+        return value
+
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     """Worker processes for CPU-heavy verification."""
     worker_memory_mb: int = Field(default=4096, gt=0)
@@ -132,7 +147,7 @@ class _LazySandboxes:
                 from verifiers.sandbox import open_provider
             except ImportError as exc:
                 raise SandboxUnavailable(f"sandbox package unavailable: {exc}") from None
-            self._provider = open_provider(self.kind)  # type: ignore[arg-type]
+            self._provider = open_provider(self.kind)
         return self._provider.session(image, **limits)
 
     async def close(self) -> None:
@@ -393,7 +408,7 @@ class Engine:
                     raise VerifierError(
                         f"verifier {verifier.name!r} returned {type(result).__name__}, not Result"
                     )
-                return result
+                return ctx.account(result)  # details["resources"] of its sandbox jobs
             except InfraError as exc:
                 if attempt > self.settings.retries or time.monotonic() + backoff >= deadline:
                     result = _error_result(exc, self.settings.timeout_s)

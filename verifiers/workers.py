@@ -5,6 +5,14 @@ pdfminer loop) cannot be interrupted inside a thread, and alarm signals break in
 and Ray workers. A worker process can always be killed. Workers are persistent (imports are
 paid once) and speak JSON lines over pipes, never pickle.
 
+Why ``python -P``: ``python -m`` puts the caller's working directory first on ``sys.path``.
+Started from a source checkout (the repository root, a notebook beside it), that made workers
+import the source tree's ``verifiers/``, which lacks ``domains``, ``sandbox`` and
+``rl_adapters`` (setuptools maps those from sibling folders), so every domain verifier failed
+with "No module named 'verifiers.domains'". ``-P`` (Python 3.11+) leaves the working directory
+off ``sys.path``; the worker then imports the same installed package as the caller, wherever
+the caller runs. ``PYTHONPATH`` still applies, so plugins found through it keep working.
+
 The pool is asyncio-native: :meth:`WorkerPool.call` waits for an idle worker, sends the job,
 and awaits the reply under a timeout; on timeout the worker is killed (``VerifierTimeout``), on
 memory exhaustion it is replaced (``ResourceExhausted``), on a crash it is replaced
@@ -30,7 +38,7 @@ from .errors import (
     VerifierTimeout,
 )
 
-__all__ = ["WorkerPool", "run_inline"]
+__all__ = ["WorkerPool", "run_inline", "worker_argv"]
 
 _KINDS: dict[str, type[VerifierError]] = {
     "bad_input": BadInput,
@@ -39,6 +47,11 @@ _KINDS: dict[str, type[VerifierError]] = {
     "timeout": VerifierTimeout,
     "verifier": VerifierError,
 }
+
+
+def worker_argv() -> list[str]:
+    """The command that starts one worker: this interpreter, cwd kept off ``sys.path``."""
+    return [sys.executable, "-P", "-m", "verifiers._worker"]
 
 
 def run_inline(target: str, payload: Any) -> Any:
@@ -97,9 +110,7 @@ class WorkerPool:
         env.setdefault("OMP_NUM_THREADS", "1")
         env["PYTHONUNBUFFERED"] = "1"
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "verifiers._worker",
+            *worker_argv(),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=None,

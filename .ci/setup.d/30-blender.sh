@@ -2,13 +2,15 @@
 # Blender for render.blender (issue 7): system libraries, a separate bpy venv, the Docker image.
 #
 # bpy 5.0.1 needs Python 3.11 exactly and numpy<2, which clash with the trainer's stack
-# (pyarrow 26, numpy 2), so it NEVER goes into $VENV: it gets its own venv, found by the
-# verifier at $VERIFIERS_BLENDER_PYTHON or ~/.cache/verifiers/bpy-venv/bin/python.
+# (pyarrow 26, numpy 2), so it NEVER goes into $VENV: it gets its own venv at
+# ~/.cache/verifiers/bpy-venv (the cold peer of benchmarks/render.py). Jobs never use it: the
+# `blender` sandbox runtime (sandbox/images/blender/runtime.toml) has bpy in its own root
+# filesystem, which `_build` makes and imports as the Docker image (both backends run it).
 # Idempotent: a re-run with everything in place only checks (a few seconds).
 set -euo pipefail
 
 BPY_VERSION="5.0.1"
-BPY_VENV="${VERIFIERS_BLENDER_VENV:-$HOME/.cache/verifiers/bpy-venv}"
+BPY_VENV="$HOME/.cache/verifiers/bpy-venv"
 PY="${PY:-python3}"
 
 libs="libx11-6 libxrender1 libxfixes3 libxi6 libxkbcommon0 libsm6 libgl1 libegl1 libegl-mesa0 bubblewrap"

@@ -2,7 +2,7 @@
 
 Thin wrapper over the sandbox layer's image builder (``verifiers.sandbox._images``), for CI
 and for machines where the ``verifiers sandbox build blender`` verb is not available: it
-bootstraps the Debian base if needed, runs ``sandbox/images/blender/prepare.py`` (bpy wheels
+bootstraps the Debian base if needed, builds ``sandbox/images/blender/runtime.toml`` (bpy wheels
 from the host's pip), builds, and tags ``verifiers-sandbox/blender:<input hash>`` and
 ``:latest``, which is what the render verifier's Docker backend runs.
 """

@@ -1,8 +1,9 @@
-"""Turn a worker's report into named checks, a reward and feedback (pure; no Blender here).
+"""Turn the judge's report into named checks, a reward and feedback (pure; no Blender here).
 
-Hard checks gate the reward to 0: the script ran, the scene is finite, a camera exists and
-the render decodes. Every other check is a component in [0, 1]; the reward is their mean when
-no gate failed. ``pass`` means every component is 1.
+Gates (``spec.gates``) zero the reward when they are not fully met; by default the
+structural ones: the script ran, the scene is finite, a camera exists and the render decodes.
+Every other check is a component in [0, 1]; the reward is their mean when no gate failed.
+``pass`` means every component is 1. See docs/render.md for the partial-credit trade-off.
 """
 
 from __future__ import annotations
@@ -45,20 +46,7 @@ def _fmt(v: list[float] | tuple[float, ...]) -> str:
 
 
 def _component_names(spec: RenderSpec) -> list[str]:
-    names = ["script", "finite"]
-    if spec.expect.camera:
-        names += ["camera", "camera_view"]
-    names += ["lights", "textures", "objects"]
-    names += [e.label(i) for i, e in enumerate(spec.expect.objects)]
-    if spec.expect.camera:
-        names += ["render", "not_blank", "not_black", "magenta"]
-        if spec.exr_check:
-            names.append("exr")
-        if spec.reference_image is not None:
-            names.append("reference")
-    if spec.mesh is not None:
-        names.append("mesh")
-    return names
+    return spec.component_names()
 
 
 def no_script_result(spec: RenderSpec, message: str) -> Result:
@@ -74,13 +62,12 @@ def _script_check(phase_a: dict[str, Any], spec: RenderSpec) -> CheckOutcome:
         return CheckOutcome(
             "script", 0.0, True, f"script timed out after {spec.timeout_s:g}s (an endless loop?)"
         )
-    if how == "killed_worker":
+    if how == "oom":
         return CheckOutcome(
             "script",
             0.0,
             True,
-            "the Blender worker died twice while your script ran (do not kill or signal other "
-            "processes)",
+            f"script ran out of memory (limit: {spec.memory_mb} MB beyond Blender's own)",
         )
     if how == "signal":
         try:
@@ -122,18 +109,28 @@ def _script_check(phase_a: dict[str, Any], spec: RenderSpec) -> CheckOutcome:
     return CheckOutcome("script", 1.0, True)
 
 
-_GEOMETRY_TYPES = frozenset({"MESH", "CURVE", "SURFACE", "FONT", "META"})
+def renderable(obj: dict[str, Any]) -> bool:
+    """A geometry object that the render can show: not hidden (itself, its collections, its
+    camera ray visibility) and with at least one triangle of non-zero world-space area.
+    Loose vertices, edges, empty meshes, zero-area faces and zero-scale objects render
+    nothing, so they never count as objects (``min_objects``, per-object expectations, what
+    the camera sees)."""
+    return (
+        obj.get("type") in GEOMETRY_TYPES
+        and not obj.get("hide_render")
+        and int(obj.get("faces") or 0) > 0
+    )
 
 
 def _matches(expect: ObjectExpect, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Objects that meet ``expect``. Objects hidden from the render and geometry objects with
-    no vertices never count: a model could otherwise satisfy "four legs" with empty meshes
-    or hidden stand-ins."""
+    """Objects that meet ``expect``. Hidden objects and geometry without renderable faces
+    never count: a model could otherwise satisfy "four legs" with empty meshes, two loose
+    vertices spanning the expected box, or hidden stand-ins."""
     found = []
     for obj in objects:
         if obj.get("hide_render"):
             continue
-        if obj.get("type") in _GEOMETRY_TYPES and obj.get("verts") == 0:
+        if obj.get("type") in GEOMETRY_TYPES and not renderable(obj):
             continue
         if expect.name is not None:
             glob = any(c in expect.name for c in "*?[")
@@ -216,7 +213,8 @@ def _scene_checks(scene: dict[str, Any], spec: RenderSpec) -> list[CheckOutcome]
             else "",
         )
     )
-    seen = set(camera.get("sees", []))
+    counted = {o["name"] for o in scene.get("objects", []) if renderable(o)}
+    seen = {name for name in camera.get("sees", []) if name in counted}
     if spec.expect.camera:
         if camera.get("set") and camera.get("type") == "CAMERA":
             out.append(CheckOutcome("camera", 1.0, True))
@@ -288,7 +286,7 @@ def _scene_checks(scene: dict[str, Any], spec: RenderSpec) -> list[CheckOutcome]
     else:
         out.append(CheckOutcome("textures", 1.0))
     objects = list(scene.get("objects", []))
-    geometry = [o for o in objects if o["type"] in GEOMETRY_TYPES and not o.get("hide_render")]
+    geometry = [o for o in objects if renderable(o)]
     if len(geometry) >= spec.expect.min_objects:
         out.append(CheckOutcome("objects", 1.0))
     else:
@@ -465,8 +463,10 @@ def evaluate(
         if spec.mesh is not None:
             checks.append(_mesh_check(mesh_answer))
     components = dict.fromkeys(_component_names(spec), 0.0)
+    gates = set(spec.gates)
     for check in checks:
         components[check.name] = check.score
+        check.gate = check.name in gates
     gated = any(c.gate and not c.ok for c in checks)
     soft = [c.score for c in checks if not c.gate]
     if gated or len(checks) == 1:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from verifiers.protocol import Spec
 
@@ -29,6 +29,8 @@ __all__ = [
 ]
 
 Vec3 = tuple[float, float, float]
+STRUCTURAL_GATES = ("script", "finite", "camera", "render")
+"""Gates every spec keeps (when the component exists: no camera expected, no render)."""
 
 
 class _Open(BaseModel):
@@ -147,6 +149,45 @@ class RenderSpec(Spec):
     """Optional geometry constraints on (part of) the scene, via ``mesh.constraints``."""
     language: str = "python"
     """Fence tag of the code block holding the script."""
+    gates: list[str] = Field(default_factory=lambda: list(STRUCTURAL_GATES))
+    """Components that zero the reward when not fully met. The default is the structural
+    ones (``script``, ``finite``, ``camera``, ``render``), which must always be listed: the
+    other checks cannot run without them. Add ``not_black``, ``not_blank``, ``camera_view``,
+    ``objects``, ``textures``, ``lights``, ``magenta``, ``object:<name>``, ``mesh``... to make
+    them fatal instead of partial credit (see docs/render.md)."""
+
+    def component_names(self) -> list[str]:
+        """The components this spec produces, in report order."""
+        names = ["script", "finite"]
+        if self.expect.camera:
+            names += ["camera", "camera_view"]
+        names += ["lights", "textures", "objects"]
+        names += [e.label(i) for i, e in enumerate(self.expect.objects)]
+        if self.expect.camera:
+            names += ["render", "not_blank", "not_black", "magenta"]
+            if self.exr_check:
+                names.append("exr")
+            if self.reference_image is not None:
+                names.append("reference")
+        if self.mesh is not None:
+            names.append("mesh")
+        return names
+
+    @model_validator(mode="after")
+    def _gates_known(self) -> RenderSpec:
+        known = self.component_names()
+        unknown = [g for g in self.gates if g not in known and g not in STRUCTURAL_GATES]
+        if unknown:
+            raise ValueError(
+                f"gates {unknown} are not components of this spec; known: {', '.join(known)}"
+            )
+        needed = [g for g in STRUCTURAL_GATES if g in known and g not in self.gates]
+        if needed:
+            raise ValueError(
+                f"gates must include {', '.join(needed)} (the other checks cannot run without "
+                f"them): use {sorted(set(self.gates) | set(needed))}"
+            )
+        return self
 
     @field_validator("resolution")
     @classmethod

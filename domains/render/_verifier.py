@@ -1,10 +1,30 @@
-"""``render.blender``: run a model-written bpy script in a warm, sandboxed Blender and judge it."""
+"""``render.blender``: run a model-written bpy script in the ``blender`` sandbox runtime and judge it.
+
+Render runs on the shared isolation stack: ``ctx.sandbox("blender")``, like every other domain
+that runs model code, so ``--sandbox`` (docker, local, none), the runner's hardening, limits,
+reaping and recycling all apply here too. The ``blender`` runtime's zygote has ``bpy``
+imported and Cycles warmed up (``sandbox/images/blender/preload.py``): each phase below is a
+fork of a warm Blender.
+
+A job is two sandbox sessions (see ``_worker.py``):
+
+1. **script** (untrusted): the model's script runs, the scene is saved. Its report is the
+   model's own and is read defensively, for feedback only.
+2. **judge** (trusted): a *fresh* session, so nothing of the script survives into it (no
+   process, no file but the read-only saved scene, no signal path): the scene is opened with
+   scripts disabled, inspected and rendered, under the same memory bound.
+
+Every way the script can end (exception, exit, crash, timeout, memory) is the script's
+``fail``; so is a scene that crashes, exhausts or outlasts the judge (retried once on a fresh
+fork first). Only a sandbox that cannot start (``SandboxUnavailable``) or a judge fault is an
+``error``.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,50 +41,44 @@ from verifiers.types import Result, Trajectory
 
 from ._checks import evaluate, no_script_result
 from ._image import decode_png
-from ._pool import BlenderPool, PoolSettings, WorkerCrashed, WorkerHung
 from ._spec import RenderSpec
 
-__all__ = ["BlenderRender"]
+__all__ = ["BlenderRender", "RUNTIME"]
 
-_MAX_ATTEMPTS = 2
+RUNTIME = "blender"
+"""The sandbox runtime render jobs run in (``sandbox/images/blender``)."""
+_WORKER_SOURCE = Path(__file__).with_name("_worker.py").read_bytes()
+_PIDS = 128
+"""Processes and threads of one job (Blender's task pools start a few)."""
+_MAX_BLEND = 128 << 20
+"""Largest saved scene carried to the judge; a bigger one fails the ``script`` gate."""
+_MAX_REPORT = 1 << 20
+_JUDGE_ATTEMPTS = 2
+_START_GRACE_S = 30.0
+"""Starting a blender runner (container or bubblewrap, import bpy, a warm-up render)."""
+_RUNTIME_BROKEN = (3, 126, 127)
+"""Exit statuses that may mean a broken runtime rather than the script: ``_worker.py``'s
+``RUNTIME_BROKEN`` (bpy does not import) and the runner's "cannot run the interpreter". The
+script can exit with them too, so they trigger a probe, never an abstain by themselves."""
 
 
 @register("render.blender")
 class BlenderRender(Verifier[RenderSpec]):
     """Runs the completion's last fenced Python block as a Blender scene script.
 
-    The script runs headless in a warm Blender worker (Docker image or the bpy venv inside
-    bubblewrap), then the scene is inspected and rendered with Cycles on CPU. A worker that
-    dies is replaced and the job retried once on a fresh worker, so no job is lost to a crash;
-    a crash that repeats on the same script is the script's doing and scores 0.
-
-    Environment: ``VERIFIERS_BLENDER_BACKEND`` (auto|docker|local), ``VERIFIERS_BLENDER_PYTHON``,
-    ``VERIFIERS_BLENDER_IMAGE``, ``VERIFIERS_BLENDER_WORKERS``, ``VERIFIERS_RENDER_OUTPUT_DIR``
-    (also write each PNG there and put its path in ``details``).
+    See the module docstring for the two phases. ``VERIFIERS_RENDER_OUTPUT_DIR``: also write
+    each PNG there and put its path in ``details``.
     """
 
     Spec: ClassVar[type[RenderSpec]] = RenderSpec
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
 
-    def __init__(self, settings: PoolSettings | None = None) -> None:
-        self._settings = settings
-        self._pool: BlenderPool | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def pool(self) -> BlenderPool | None:
-        """The current worker pool (None before the first job)."""
-        return self._pool
-
-    def _pool_for_loop(self) -> BlenderPool:
-        """The worker pool of the running event loop (created on first use)."""
-        loop = asyncio.get_running_loop()
-        if self._pool is None or self._loop is not loop:
-            if self._pool is not None:
-                self._pool.kill_all()
-            self._pool = BlenderPool(self._settings)
-            self._loop = loop
-        return self._pool
+    def budget_s(self, spec: RenderSpec) -> float:
+        """What a scene is promised: its script's ``timeout_s``, every judge attempt's
+        ``render_timeout_s``, the mesh analysis, and a runner's start (import bpy, warm-up),
+        so the engine judges a slow scene (a fail) instead of cutting it off (an error)."""
+        mesh = spec.mesh.timeout_s if spec.mesh is not None else 0.0
+        return spec.timeout_s + _JUDGE_ATTEMPTS * spec.render_timeout_s + mesh + _START_GRACE_S
 
     async def verify(
         self, trajectory: Trajectory, spec: RenderSpec, ctx: VerifierContext
@@ -81,24 +95,10 @@ class BlenderRender(Verifier[RenderSpec]):
                 reference = decode_png(path.read_bytes())
             except ValueError as exc:
                 raise BadInput(f"reference image {spec.reference_image.path!r}: {exc}") from None
-        job = {
-            "id": str(trajectory.id or ""),
-            "script": script,
-            "timeout_s": spec.timeout_s,
-            "memory_mb": spec.memory_mb,
-            "render": {
-                "resolution": list(spec.resolution),
-                "samples": spec.samples,
-                "denoise": spec.denoise,
-                "threads": spec.threads,
-                "exr_check": spec.exr_check,
-            },
-        }
         constraints: dict[str, Any] | None = None
         if spec.mesh is not None:
-            job["mesh_export"] = {"objects": spec.mesh.objects, "max_faces": spec.mesh.max_faces}
             constraints = _mesh_constraints(spec)
-        reply = await self._run(job, spec)
+        reply = await self._run(script, spec, ctx)
         mesh_answer = None
         if constraints is not None:
             mesh_answer = await _analyze_mesh(reply, spec, constraints, ctx)
@@ -115,69 +115,240 @@ class BlenderRender(Verifier[RenderSpec]):
             result.details["png_path"] = str(target)
         return result
 
-    async def _run(self, job: dict[str, Any], spec: RenderSpec) -> dict[str, Any]:
-        """Run the job, replacing crashed workers; returns the reply to evaluate.
+    # -- the two phases ----------------------------------------------------------------
+
+    def _limits(self, spec: RenderSpec) -> dict[str, Any]:
+        file_bytes = _MAX_BLEND
+        if spec.mesh is not None:
+            file_bytes = max(file_bytes, 50 * spec.mesh.max_faces + 4096)
+        return {
+            "timeout_s": max(spec.timeout_s, spec.render_timeout_s),
+            # Beyond Blender's own: the runtime's zygote already maps bpy (~1.4 GB of address
+            # space) and the sandbox counts job memory above it (docker: its cgroup is sized
+            # for the zygote by the runtime's overhead_mb).
+            "memory_mb": spec.memory_mb,
+            "pids": _PIDS,
+            "file_bytes": file_bytes,
+        }
+
+    async def _run(self, script: str, spec: RenderSpec, ctx: VerifierContext) -> dict[str, Any]:
+        """Both phases; the reply ``_checks.evaluate`` reads.
 
         Raises:
-            SandboxUnavailable: no Blender worker can start (missing venv/image, broken GL).
-            InfraError: the worker kept failing in a way the script cannot have caused.
+            SandboxUnavailable: the ``blender`` runtime cannot start (not built, no bpy).
+            InfraError: the judge itself failed.
         """
-        budget = spec.timeout_s + spec.render_timeout_s + 15.0
-        failure: InfraError | None = None
-        for attempt in range(1, _MAX_ATTEMPTS + 1):
-            try:
-                reply = await self._pool_for_loop().run(job, timeout=budget)
-            except WorkerCrashed as exc:
-                if exc.phase == "startup":
-                    tail = exc.stderr.strip().splitlines()[-5:]
-                    raise SandboxUnavailable(
-                        f"{exc.message}: {' | '.join(tail) or 'no output'}",
-                        hint="check the bpy venv / Blender image and its system libraries "
-                        "(.ci/setup.d/30-blender.sh)",
-                    ) from None
-                failure = exc
-                continue
-            except WorkerHung as exc:
-                if exc.phase == "render":
-                    return _synthetic(
-                        f"inspecting and rendering the scene took longer than "
-                        f"{spec.render_timeout_s:g}s (too heavy for a {spec.resolution[0]}x"
-                        f"{spec.resolution[1]} preview?)",
-                        attempt,
-                    )
-                failure = exc
-                continue
-            reply["attempts"] = attempt
-            if reply.get("worker_error"):
-                failure = InfraError(f"Blender worker error: {reply['worker_error']}")
-                continue
-            crashed = reply.get("phase_a", {}).get("how") == "signal"
-            if crashed and attempt < _MAX_ATTEMPTS:
-                continue  # the pool recycled that worker; rule out a one-off fault
+        limits = self._limits(spec)
+        async with ctx.sandbox(RUNTIME, **limits) as sb:
+            await sb.write_files({"_worker.py": _WORKER_SOURCE}, readonly=True)
+            await sb.write_files({"scene.py": script})
+            run = await sb.exec(["python", "_worker.py", "script"], timeout=spec.timeout_s)
+            phase_a = _process_outcome(run)
+            phase_a["log_tail"] = (run.text("stdout") + run.text("stderr"))[-4000:]
+            blend: bytes | None = None
+            if phase_a["how"] == "exit" and phase_a["code"] == 0:
+                try:
+                    raw = await _read_optional(sb, "phase_a.json", _MAX_REPORT)
+                except _TooLarge:
+                    raw = None  # not a report the harness writes: the script's doing
+                report = _untrusted_report(raw)
+                if report.get("ok") and report.get("saved"):
+                    try:
+                        blend = await _read_optional(sb, "scene.blend", _MAX_BLEND)
+                    except _TooLarge:
+                        report.update(saved=False, save_error="scene.blend is over 128 MB")
+                    if blend is None and report.get("saved"):
+                        report.update(saved=False, save_error="scene.blend was not written")
+                phase_a["report"] = report
+        if phase_a["how"] == "exit" and phase_a["code"] in _RUNTIME_BROKEN:
+            # After the session: its runner is back in the pool (one slot may be all there is).
+            await _probe_runtime(ctx, limits)  # raises when bpy really cannot import
+        reply: dict[str, Any] = {"phase_a": phase_a, "attempts": 1}
+        if blend is None:
             return reply
-        if isinstance(failure, WorkerCrashed) and failure.phase == "render":
-            return _synthetic(
-                "Blender crashed twice while rendering your scene (on two fresh workers that "
-                "rendered a test scene fine): simplify it",
-                _MAX_ATTEMPTS,
-            )
-        if isinstance(failure, WorkerCrashed) and failure.phase == "script":
-            # Two healthy workers died while this script ran: the script killed its runner
-            # (it shares the worker's uid). That must score 0, never abstain.
-            return {
-                "phase_a": {"how": "killed_worker", "code": 0},
-                "attempts": _MAX_ATTEMPTS,
-            }
-        assert failure is not None
-        raise InfraError(f"render.blender failed {_MAX_ATTEMPTS} times: {failure.message}")
+        job = {
+            "render": {
+                "resolution": list(spec.resolution),
+                "samples": spec.samples,
+                "denoise": spec.denoise,
+                "threads": spec.threads,
+                "exr_check": spec.exr_check,
+            },
+            "mesh_export": (
+                {"objects": spec.mesh.objects, "max_faces": spec.mesh.max_faces}
+                if spec.mesh is not None
+                else None
+            ),
+        }
+        for attempt in range(1, _JUDGE_ATTEMPTS + 1):
+            reply["attempts"] = attempt
+            verdict = await self._judge(blend, job, spec, ctx, limits)
+            if verdict is not None:
+                reply.update(verdict)
+                return reply
+        reply["render_failure"] = (
+            f"Blender crashed {_JUDGE_ATTEMPTS} times while inspecting and rendering your "
+            "scene: simplify it"
+        )
+        return reply
 
-    async def close(self) -> None:
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            if self._loop is asyncio.get_running_loop():
-                await pool.aclose()
-            else:
-                pool.kill_all()
+    async def _judge(
+        self,
+        blend: bytes,
+        job: dict[str, Any],
+        spec: RenderSpec,
+        ctx: VerifierContext,
+        limits: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """One judge run in a fresh session; None when Blender crashed (retry)."""
+        async with ctx.sandbox(RUNTIME, **limits) as sb:
+            await sb.write_files(
+                {
+                    "_worker.py": _WORKER_SOURCE,
+                    "scene.blend": blend,
+                    "job.json": json.dumps(job).encode(),
+                },
+                readonly=True,
+            )
+            run = await sb.exec(["python", "_worker.py", "judge"], timeout=spec.render_timeout_s)
+            if run.timed_out:
+                return {
+                    "render_failure": f"inspecting and rendering the scene took longer than "
+                    f"{spec.render_timeout_s:g}s (too heavy for a {spec.resolution[0]}x"
+                    f"{spec.resolution[1]} preview?)"
+                }
+            if run.oom_killed:
+                return {
+                    "render_failure": "inspecting and rendering the scene ran out of memory "
+                    f"(limit: {spec.memory_mb} MB beyond Blender's own): simplify it"
+                }
+            if run.returncode < 0:
+                return None
+            try:
+                raw = await sb.read_file("report.json", max_bytes=64 << 20)
+                report = json.loads(raw)
+            except (FileNotFoundError, BadInput, ValueError):
+                tail = run.text("stderr").strip().splitlines()[-5:]
+                raise InfraError(
+                    f"render judge wrote no report (exit {run.returncode}): {' | '.join(tail)}"
+                ) from None
+            if not isinstance(report, dict) or report.get("judge_error"):
+                raise InfraError(f"render judge failed: {report.get('judge_error')!r}")
+            render = report.get("render")
+            if isinstance(render, dict) and render.get("png"):
+                try:
+                    png = await sb.read_file("render.png", max_bytes=64 << 20)
+                    render["png_b64"] = base64.b64encode(png).decode()
+                except FileNotFoundError:
+                    render.update(ok=False, error="Blender wrote no image")
+            scene = report.get("scene")
+            export = scene.get("mesh_export") if isinstance(scene, dict) else None
+            if isinstance(export, dict) and export.get("stl"):
+                try:
+                    export["stl_bytes"] = await sb.read_file(
+                        "scene.stl", max_bytes=int(limits["file_bytes"])
+                    )
+                except (FileNotFoundError, BadInput) as exc:
+                    export.clear()
+                    export["error"] = f"the exported geometry could not be read: {exc}"
+        report["worker"] = {"runtime": RUNTIME, "blender": report.pop("blender", None)}
+        return report
+
+
+async def _probe_runtime(ctx: VerifierContext, limits: dict[str, Any]) -> None:
+    """Import bpy in a session of our own: a runtime that cannot is ``SandboxUnavailable``
+    (an abstain), never the model's fail. When it can, the script exited 3 by itself.
+
+    Raises:
+        SandboxUnavailable: the blender runtime cannot import bpy.
+    """
+    async with ctx.sandbox(RUNTIME, **limits) as sb:
+        run = await sb.exec(["python", "-c", "import bpy"], timeout=120)
+    if not run.ok:
+        tail = " | ".join(run.text("stderr").strip().splitlines()[-3:])
+        raise SandboxUnavailable(
+            f"the blender runtime cannot import bpy: {tail or run.returncode}",
+            hint="run `verifiers sandbox check` (and .ci/setup.d/30-blender.sh)",
+        )
+
+
+class _TooLarge(Exception):
+    """A file the script left is over its cap."""
+
+
+async def _read_optional(sb: Any, name: str, cap: int) -> bytes | None:
+    """A file the *script* controls: absent, not a regular file (a FIFO, a symlink) -> None;
+    over ``cap`` -> ``_TooLarge``. Never an error result: the model chose what is there."""
+    try:
+        return bytes(await sb.read_file(name, max_bytes=cap))
+    except FileNotFoundError:
+        return None
+    except BadInput as exc:
+        if "bytes" in str(exc) or "too_large" in str(exc):
+            raise _TooLarge(name) from None
+        return None
+
+
+def _text(value: Any, cap: int = 1000) -> str:
+    return str(value).encode("utf-8", "replace").decode("utf-8")[:cap]
+
+
+def _untrusted_report(data: bytes | None) -> dict[str, Any]:
+    """The script phase's report, rebuilt field by field from what the model's process
+    wrote: only known keys, only the expected types, text made valid UTF-8 and capped."""
+    if data is None:
+        return {}
+    try:
+        raw = json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    report: dict[str, Any] = {
+        "ok": raw.get("ok") is True,
+        "saved": raw.get("saved") is True,
+        "save_error": _text(raw.get("save_error") or ""),
+    }
+    error = raw.get("error")
+    if isinstance(error, dict):
+        frames = []
+        for frame in error.get("frames", [])[:5] if isinstance(error.get("frames"), list) else []:
+            if isinstance(frame, dict):
+                line = frame.get("line")
+                frames.append(
+                    {
+                        "line": line if isinstance(line, int) else None,
+                        "func": _text(frame.get("func", ""), 200),
+                        "text": _text(frame.get("text", ""), 300),
+                    }
+                )
+        report["error"] = {
+            "type": _text(error.get("type", "Exception"), 100),
+            "message": _text(error.get("message", "")),
+            "frames": frames,
+        }
+        report["ok"] = False
+    elif not report["ok"]:
+        report["error"] = {"type": "unknown", "message": "the script's report says it failed"}
+    return report
+
+
+def _process_outcome(run: Any) -> dict[str, Any]:
+    """How the script's process ended, in the terms ``_checks`` reports."""
+    if run.timed_out:
+        how, code = "timeout", 0
+    elif run.oom_killed and run.returncode != 0:
+        how, code = "oom", run.returncode
+    elif run.returncode < 0:
+        how, code = "signal", -run.returncode
+    else:
+        how, code = "exit", run.returncode
+    return {
+        "how": how,
+        "code": code,
+        "seconds": run.duration_s,
+        "max_rss_mb": run.peak_memory_mb,
+    }
 
 
 def _mesh_constraints(spec: RenderSpec) -> dict[str, Any]:
@@ -209,7 +380,7 @@ async def _analyze_mesh(
     assert spec.mesh is not None
     with tempfile.TemporaryDirectory(prefix="verifiers-render-mesh-") as tmp:
         path = Path(tmp) / "scene.stl"
-        path.write_bytes(base64.b64decode(str(export.get("stl_b64", ""))))
+        path.write_bytes(bytes(export.pop("stl_bytes", b"")))
         payload = {
             "path": str(path),
             "file_type": "stl",
@@ -228,12 +399,3 @@ async def _analyze_mesh(
         raise InfraError("mesh analysis returned no result")
     answer["objects"] = export.get("objects", [])
     return answer
-
-
-def _synthetic(message: str, attempts: int) -> dict[str, Any]:
-    """A reply for a script that ran but whose scene broke the renderer."""
-    return {
-        "phase_a": {"how": "exit", "code": 0, "report": {"ok": True, "saved": True}},
-        "render_failure": message,
-        "attempts": attempts,
-    }

@@ -1,189 +1,110 @@
-"""The warm Blender worker: runs *inside* the sandbox, under Blender's Python (bpy venv or image).
+"""The render judge's in-sandbox program: runs *inside* the ``blender`` runtime, never on the host.
 
-This file is never imported by the host process. The host starts a Python that can import
-``bpy`` (inside bubblewrap or a Docker container), sends this file's source as the first
-message on stdin (so the image never goes stale against the library), and then talks
-newline-delimited JSON: one job per line in, a ``ready`` line once, then one ``phase`` line
-and one ``result`` line per job out.
+The host (``_verifier.py``) writes this file read-only into a sandbox session of the
+``blender`` runtime and runs it with the runtime's Python. That runtime's runner has a zygote
+that imported ``bpy`` and rendered once (``sandbox/images/blender/preload.py``), so each run is
+a fork of a warm Blender: the fork is what makes render fast. Only stdlib, ``bpy`` and
+``numpy`` are used. Two modes, in two *separate* sessions:
 
-Why two phases per job:
+* ``python _worker.py script`` (**phase A, untrusted**): executes the model's ``scene.py``
+  from a real file (tracebacks name the model's lines), packs the external images it
+  references, saves ``scene.blend`` and writes ``phase_a.json``. The model's code runs in this
+  very process, so nothing this mode writes is trusted: the host reads ``phase_a.json``
+  defensively and uses it only for feedback (which exception, on which line). A forged
+  report gains nothing: the verdict comes from phase B.
+* ``python _worker.py judge`` (**phase B, trusted**): in a *fresh* session (new work dir,
+  new process, nothing of phase A alive: the runner killed every process of the job and
+  scrubbed its files before the session ended), opens the read-only ``scene.blend`` with
+  scripts disabled, inspects it, renders it with Cycles on CPU and writes ``report.json``,
+  ``render.png`` and, when asked, ``scene.stl``. The model's script never shares a process,
+  a writable file or a signal path with this mode.
 
-* **Phase A (untrusted)** runs in a child forked from this warm process, so it starts with
-  ``bpy`` already imported (a fork costs ~15 ms; ``import bpy`` ~700 ms). The child drops its
-  protocol pipes, takes rlimits (address space, CPU, file size, no core dumps), becomes its
-  own process group, executes the model's script from a real file in a fresh namespace (so
-  tracebacks name the model's own lines), and saves the scene to ``scene.blend``. A crash, an
-  ``os.abort()``, an infinite loop or a memory bomb kills only that child.
-* **Phase B (trusted)** runs in this process, which never executes model code: it opens
-  ``scene.blend`` with scripts disabled, inspects it and renders it with Cycles on CPU. A
-  script cannot forge the report, because the code that writes the report never ran in a
-  process the script controlled. Cycles stays initialised across jobs, so a 64x64 render
-  costs ~15 ms instead of ~120 ms in a fresh process.
-
-Between jobs the process resets with ``read_factory_settings(use_empty=True)``. The host
-recycles the worker after N jobs or any crash. Only stdlib, ``bpy`` and ``numpy`` are used.
+Both modes run under the sandbox's limits (memory, CPU, pids, file size, wall clock): the
+judge's memory is bounded on every backend like any job's.
 """
 
 from __future__ import annotations
 
-import base64
-import ctypes
 import json
 import math
 import os
-import resource
-import select
-import shutil
-import signal
 import sys
-import tempfile
 import time
 import traceback
 from typing import Any
 
-PROTOCOL = 1
 SCRIPT_NAME = "scene.py"
-MAX_LOG = 4000
+BLEND_NAME = "scene.blend"
+PHASE_A_REPORT = "phase_a.json"
+JUDGE_JOB = "job.json"
+JUDGE_REPORT = "report.json"
+RENDER_PNG = "render.png"
+MESH_STL = "scene.stl"
 MAX_OBJECTS = 300
 RAY_GRID = 16
 
 
-def _send(out: Any, message: dict[str, Any]) -> None:
-    out.write(json.dumps(message, separators=(",", ":"), allow_nan=False).encode() + b"\n")
-    out.flush()
-
-
-def _vm_size_bytes() -> int:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _set_undumpable() -> None:
-    """PR_SET_DUMPABLE=0: children running model code cannot ptrace or read this process."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
-    except (OSError, AttributeError):
-        pass
-
-
-def _sweep_strays() -> None:
-    """Kill every process in this PID namespace but us, init and our ancestors.
-
-    Only enabled (``VERIFIERS_BLENDER_SWEEP=1``) when the launcher gave the worker its own
-    PID namespace; a script that daemonised itself with ``setsid`` escapes the process-group
-    kill but not this.
-    """
-    if os.environ.get("VERIFIERS_BLENDER_SWEEP") != "1":
-        return
-    keep = {1, os.getpid()}
-    pid = os.getppid()
-    while pid > 1 and pid not in keep:
-        keep.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in keep:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-
-
-# -- phase A: the model's script, in a forked child ------------------------------------------
-
-
-def _child_run_script(job_dir: str, job: dict[str, Any], vm_base: int, keep_fds: set[int]) -> None:
-    """Body of the forked child. Never returns: always ``os._exit``."""
-    status = 3
-    try:
-        os.setsid()
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        log = os.open(os.path.join(job_dir, "output.log"), os.O_WRONLY | os.O_CREAT, 0o644)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        for fd in keep_fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        memory = int(job.get("memory_mb", 1024)) * 1024 * 1024
-        cpu = int(math.ceil(float(job.get("timeout_s", 60)))) + 1
-        resource.setrlimit(resource.RLIMIT_AS, (vm_base + memory, vm_base + memory))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        fsize = int(job.get("file_mb", 256)) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if os.getuid() == 0:  # only when run without a user namespace (rlimits-only mode)
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-        os.chdir(job_dir)
-        status = 4
-        report = _exec_script(job_dir)
-        with open(os.path.join(job_dir, "phase_a.json"), "w") as fh:
-            json.dump(report, fh)
-        status = 0
-    except Exception:  # the child reports through files only; never back into the worker loop
-        traceback.print_exc()
-    finally:
-        os._exit(status)
-
-
-def _exec_script(job_dir: str) -> dict[str, Any]:
-    """Execute the model's script in a fresh namespace, then save the scene it built."""
-    import builtins
-
+def _import_bpy() -> Any:
+    """``bpy``, reset to an empty scene when this process was not forked from the zygote."""
+    fresh = "bpy" not in sys.modules
     import bpy
 
-    path = os.path.join(job_dir, SCRIPT_NAME)
-    with open(path, encoding="utf-8") as fh:
+    if fresh:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+    return bpy
+
+
+# -- phase A: the model's script (untrusted; this process is the model's) ----------------------
+
+
+RUNTIME_BROKEN = 3
+"""Exit status when ``bpy`` itself cannot be imported, before the model's code runs. The
+host then probes the runtime in a session of its own (the script could exit 3 as well)."""
+
+
+def run_script() -> int:
+    """Execute ``scene.py``, save the scene; the report is feedback only."""
+    try:
+        bpy = _import_bpy()
+    except Exception as exc:  # a broken runtime, not the model's doing
+        sys.stderr.write(f"verifiers-render: cannot import bpy: {type(exc).__name__}: {exc}\n")
+        return RUNTIME_BROKEN
+    path = os.path.abspath(SCRIPT_NAME)
+    report: dict[str, Any] = {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
         source = fh.read()
-    namespace: dict[str, Any] = {
-        "__name__": "__main__",
-        "__file__": path,
-        "__builtins__": builtins,
-    }
+    import builtins
+
+    namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path, "__builtins__": builtins}
     sys.argv = [path]
     error: dict[str, Any] | None = None
     started = time.monotonic()
     try:
-        code = compile(source, path, "exec")
-        exec(code, namespace)  # noqa: S102 - model code, inside the sandbox, in a forked child
+        exec(compile(source, path, "exec"), namespace)  # noqa: S102 - model code, sandboxed
     except SystemExit as exc:
         if exc.code not in (None, 0):
             error = _describe(exc, path)
     except Exception as exc:
         error = _describe(exc, path)
-    script_s = time.monotonic() - started
+    report["script_s"] = time.monotonic() - started
     sys.stdout.flush()
     sys.stderr.flush()
-    saved = True
-    save_error = ""
+    if error is None:
+        # Images the script wrote next to itself travel inside the .blend: the judge runs in
+        # a fresh work dir that holds nothing but the saved scene.
+        try:
+            bpy.ops.file.pack_all()
+        except Exception:  # missing files stay unpacked and are reported as missing
+            pass
+    saved, save_error = True, ""
     try:
-        bpy.ops.wm.save_as_mainfile(
-            filepath=os.path.join(job_dir, "scene.blend"), copy=True, compress=False
-        )
+        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(BLEND_NAME), copy=True, compress=False)
     except Exception as exc:
-        saved = False
-        save_error = f"{type(exc).__name__}: {exc}"
-    return {
-        "ok": error is None,
-        "error": error,
-        "saved": saved,
-        "save_error": save_error,
-        "script_s": script_s,
-    }
+        saved, save_error = False, f"{type(exc).__name__}: {exc}"[:1000]
+    report.update(ok=error is None, error=error, saved=saved, save_error=save_error)
+    with open(PHASE_A_REPORT, "w", encoding="utf-8") as fh:
+        json.dump(report, fh)
+    return 0
 
 
 def _describe(exc: BaseException, path: str) -> dict[str, Any]:
@@ -193,86 +114,13 @@ def _describe(exc: BaseException, path: str) -> dict[str, Any]:
             frames.append({"line": frame.lineno, "func": frame.name, "text": frame.line or ""})
     if isinstance(exc, SyntaxError) and exc.filename == path:
         frames.append({"line": exc.lineno, "func": "<module>", "text": (exc.text or "").strip()})
-    message = str(exc)
+    try:
+        message = str(exc)
+    except Exception:  # a hostile __str__
+        message = ""
     if isinstance(exc, MemoryError) and not message:
         message = "out of memory (the job's memory limit was reached)"
     return {"type": type(exc).__name__, "message": message[:1000], "frames": frames[-5:]}
-
-
-def _wait_child(pid: int, timeout: float) -> tuple[str, int, float]:
-    """Wait for the child; kill its process group on timeout. Returns (how, code, rss_mb)."""
-    deadline = time.monotonic() + timeout
-    how = "exit"
-    pidfd = os.pidfd_open(pid)
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                how = "timeout"
-                break
-            ready, _, _ = select.select([pidfd], [], [], left)
-            if ready:
-                break
-    finally:
-        os.close(pidfd)
-    if how == "timeout":
-        for target in (-pid, pid):
-            try:
-                os.kill(target, signal.SIGKILL)
-            except OSError:
-                pass
-    _, status, usage = os.wait4(pid, 0)
-    try:
-        os.kill(-pid, signal.SIGKILL)  # anything the script left behind in its group
-    except OSError:
-        pass
-    _sweep_strays()
-    rss_mb = usage.ru_maxrss / 1024.0
-    if how == "timeout":
-        return how, 0, rss_mb
-    if os.WIFSIGNALED(status):
-        return "signal", os.WTERMSIG(status), rss_mb
-    return "exit", os.WEXITSTATUS(status), rss_mb
-
-
-def _phase_a(job_dir: str, job: dict[str, Any], proto_fds: set[int]) -> dict[str, Any]:
-    vm_base = _vm_size_bytes()
-    started = time.monotonic()
-    if os.getuid() == 0:
-        os.chown(job_dir, 65534, 65534)
-        for name in os.listdir(job_dir):
-            os.chown(os.path.join(job_dir, name), 65534, 65534)
-    pid = os.fork()
-    if pid == 0:
-        _child_run_script(job_dir, job, vm_base, proto_fds)
-    how, code, rss_mb = _wait_child(pid, float(job.get("timeout_s", 60)))
-    result: dict[str, Any] = {
-        "how": how,
-        "code": code,
-        "seconds": time.monotonic() - started,
-        "max_rss_mb": rss_mb,
-        "log_tail": _tail(os.path.join(job_dir, "output.log")),
-    }
-    report_path = os.path.join(job_dir, "phase_a.json")
-    if how == "exit" and code == 0 and os.path.isfile(report_path):
-        try:
-            with open(report_path) as fh:
-                data = json.load(fh)
-            result["report"] = data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            result["report"] = {}
-    return result
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - MAX_LOG))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 # -- phase B: inspect and render, in this (trusted) process ----------------------------------
@@ -297,43 +145,98 @@ def _vec(v: Any) -> list[float]:
     return [float(x) if math.isfinite(float(x)) else 0.0 for x in v]
 
 
+MESH_LIKE = {"MESH", "CURVE", "SURFACE", "FONT", "META"}
+MIN_TRIANGLE_AREA = 1e-12
+"""World-space area below which a triangle is a degenerate sliver that renders nothing."""
+
+
 def _object_geometry(obj: Any, depsgraph: Any, np: Any) -> dict[str, Any]:
-    """World-space bbox and finiteness of an object's evaluated geometry."""
-    info: dict[str, Any] = {"verts": 0, "verts_finite": True}
+    """World-space bbox, renderable triangle count and finiteness of an object's geometry.
+
+    Only triangles with a world-space area above ``MIN_TRIANGLE_AREA`` count: loose
+    vertices, edges, zero-area faces and zero-scale objects render nothing, so they neither
+    make an object count nor stretch its bounding box (a mesh of two loose vertices would
+    otherwise match any box).
+    """
+    info: dict[str, Any] = {"verts": 0, "faces": 0, "verts_finite": True}
     mw = obj.matrix_world
     if obj.type == "MESH" and len(obj.data.vertices) > 0:
         raw = np.empty(len(obj.data.vertices) * 3, dtype=np.float64)
         obj.data.vertices.foreach_get("co", raw)
         if not _np_finite(np, raw):
             info["verts_finite"] = False
-    coords = None
-    if obj.type in {"MESH", "CURVE", "SURFACE", "FONT", "META", "CURVES", "POINTCLOUD"}:
-        try:
-            evaluated = obj.evaluated_get(depsgraph)
-            mesh = evaluated.to_mesh()
-        except Exception:
-            mesh = None
-        if mesh is not None:
-            try:
-                n = len(mesh.vertices)
-                info["verts"] = n
-                if n:
-                    co = np.empty(n * 3, dtype=np.float64)
-                    mesh.vertices.foreach_get("co", co)
-                    coords = co.reshape(n, 3)
-            finally:
-                evaluated.to_mesh_clear()
-    if coords is None and obj.type not in {"EMPTY", "CAMERA", "LIGHT", "LIGHT_PROBE", "SPEAKER"}:
-        coords = np.array([tuple(c) for c in obj.bound_box], dtype=np.float64)
-    if coords is not None and len(coords):
-        if not _np_finite(np, coords):
+    if obj.type not in MESH_LIKE:
+        return info
+    try:
+        evaluated = obj.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh()
+    except Exception:
+        return info
+    if mesh is None:
+        return info
+    try:
+        n = len(mesh.vertices)
+        info["verts"] = n
+        if not n:
+            return info
+        co = np.empty(n * 3, dtype=np.float64)
+        mesh.vertices.foreach_get("co", co)
+        co = co.reshape(n, 3)
+        if not _np_finite(np, co):
             info["verts_finite"] = False
-        m = np.array([list(row) for row in mw], dtype=np.float64)
-        world = coords @ m[:3, :3].T + m[:3, 3]
-        if _np_finite(np, world):
-            info["bbox_min"] = [float(x) for x in world.min(axis=0)]
-            info["bbox_max"] = [float(x) for x in world.max(axis=0)]
+            return info
+        mesh.calc_loop_triangles()
+        t = len(mesh.loop_triangles)
+        if not t:
+            return info
+        idx = np.empty(t * 3, dtype=np.int64)
+        mesh.loop_triangles.foreach_get("vertices", idx)
+    finally:
+        evaluated.to_mesh_clear()
+    m = np.array([list(row) for row in mw], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        world = co @ m[:3, :3].T + m[:3, 3]
+        if not _np_finite(np, world):
+            return info
+        tris = world[idx.reshape(-1, 3)]
+        areas = 0.5 * np.linalg.norm(
+            np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]), axis=1
+        )
+    good = np.isfinite(areas) & (areas > MIN_TRIANGLE_AREA)
+    info["faces"] = int(good.sum())
+    if info["faces"]:
+        used = tris[good].reshape(-1, 3)
+        info["bbox_min"] = [float(x) for x in used.min(axis=0)]
+        info["bbox_max"] = [float(x) for x in used.max(axis=0)]
     return info
+
+
+def _render_hidden(scene: Any) -> set[str]:
+    """Names of objects the render never shows through their collections (hidden from the
+    render or excluded from the view layer) or their own ray visibility."""
+    shown: set[str] = set()
+
+    def walk(layer: Any) -> None:
+        collection = layer.collection
+        if layer.exclude or collection.hide_render:
+            return
+        shown.update(o.name for o in collection.objects)
+        for child in layer.children:
+            walk(child)
+
+    walk(bpy_view_layer(scene).layer_collection)
+    hidden = {o.name for o in scene.objects if o.name not in shown}
+    for obj in scene.objects:  # lights are never camera-visible: only geometry is judged so
+        if obj.type not in GEOMETRY:
+            continue
+        if not getattr(obj, "visible_camera", True) or getattr(obj, "is_holdout", False):
+            hidden.add(obj.name)
+    return hidden
+
+
+def bpy_view_layer(scene: Any) -> Any:
+    """The view layer that renders (the first one; the judge renders only that)."""
+    return scene.view_layers[0]
 
 
 def _world_light(scene: Any) -> dict[str, Any]:
@@ -441,6 +344,7 @@ def _inspect(np: Any) -> dict[str, Any]:
     scene = bpy.context.scene
     depsgraph = bpy.context.evaluated_depsgraph_get()
     objects = list(scene.objects)
+    hidden = _render_hidden(scene)
     records = []
     nonfinite: list[str] = []
     for obj in objects:
@@ -448,7 +352,7 @@ def _inspect(np: Any) -> dict[str, Any]:
             "name": obj.name,
             "type": obj.type,
             "location": _vec(obj.matrix_world.translation),
-            "hide_render": bool(obj.hide_render),
+            "hide_render": bool(obj.hide_render) or obj.name in hidden,
         }
         # The stored matrix_world can predate the script's last edit: check the channels the
         # script sets and the matrix the depsgraph evaluates from them.
@@ -512,6 +416,8 @@ def _render(job: dict[str, Any], out_dir: str, np: Any) -> dict[str, Any]:
     # over it, and no exposure trick that brightens a black frame.
     render.use_compositing = False
     render.use_sequencer = False
+    for index, layer in enumerate(scene.view_layers):  # what _render_hidden inspected
+        layer.use = index == 0
     render.threads_mode = "FIXED"
     render.threads = max(1, int(settings.get("threads", 1)))
     view = scene.view_settings
@@ -524,7 +430,7 @@ def _render(job: dict[str, Any], out_dir: str, np: Any) -> dict[str, Any]:
     scene.render.image_settings.file_format = "PNG"
     scene.render.image_settings.color_mode = "RGB"
     scene.render.image_settings.color_depth = "8"
-    png = os.path.join(out_dir, "render.png")
+    png = os.path.join(out_dir, RENDER_PNG)
     started = time.monotonic()
     bpy.ops.render.render(write_still=False)
     result = bpy.data.images.get("Render Result")
@@ -532,9 +438,7 @@ def _render(job: dict[str, Any], out_dir: str, np: Any) -> dict[str, Any]:
         return {"ok": False, "error": "Blender produced no render result"}
     result.save_render(filepath=png, scene=scene)
     info: dict[str, Any] = {"ok": True, "seconds": time.monotonic() - started}
-    if os.path.isfile(png):
-        with open(png, "rb") as fh:
-            info["png_b64"] = base64.b64encode(fh.read()).decode()
+    info["png"] = RENDER_PNG if os.path.isfile(png) else None  # the host reads the file
     if settings.get("exr_check"):
         scene.render.image_settings.file_format = "OPEN_EXR"
         scene.render.image_settings.color_mode = "RGBA"
@@ -564,11 +468,12 @@ def _export_stl(spec: dict[str, Any], np: Any) -> dict[str, Any]:
     pattern = str(spec.get("objects", "*"))
     max_faces = int(spec.get("max_faces", 2_000_000))
     depsgraph = bpy.context.evaluated_depsgraph_get()
+    hidden = _render_hidden(bpy.context.scene)
     chunks = []
     names = []
     total = 0
     for obj in bpy.context.scene.objects:
-        if obj.type not in GEOMETRY or obj.hide_render:
+        if obj.type not in GEOMETRY or obj.hide_render or obj.name in hidden:
             continue
         if not fnmatch.fnmatchcase(obj.name, pattern):
             continue
@@ -601,24 +506,38 @@ def _export_stl(spec: dict[str, Any], np: Any) -> dict[str, Any]:
     lengths = np.linalg.norm(normals, axis=1, keepdims=True)
     data["n"] = np.divide(normals, lengths, out=np.zeros_like(normals), where=lengths > 0)
     data["v"] = tris
-    blob = b"verifiers render.blender scene export".ljust(80, b" ")
-    blob += np.uint32(len(tris)).tobytes() + data.tobytes()
-    return {"stl_b64": base64.b64encode(blob).decode(), "objects": names, "faces": len(tris)}
+    with open(MESH_STL, "wb") as fh:
+        fh.write(b"verifiers render.blender scene export".ljust(80, b" "))
+        fh.write(np.uint32(len(tris)).tobytes())
+        fh.write(data.tobytes())
+    return {"stl": MESH_STL, "objects": names, "faces": len(tris)}
 
 
-def _phase_b(job_dir: str, job: dict[str, Any], out: Any) -> dict[str, Any]:
-    import bpy
-    import numpy as np
-
-    _send(out, {"id": job.get("id"), "phase": "render"})
+def judge() -> int:
+    """Inspect and render ``scene.blend``; every stage's failure is reported, never raised."""
     started = time.monotonic()
     try:
+        return _judge()
+    except Exception as exc:  # a fault of the judge itself: the host makes it an error
+        return _write_report({"judge_error": f"{type(exc).__name__}: {exc}"[:2000]}, started)
+
+
+def _judge() -> int:
+    import numpy as np
+
+    bpy = _import_bpy()
+    started = time.monotonic()
+    with open(JUDGE_JOB, encoding="utf-8") as fh:
+        job = json.load(fh)
+    report: dict[str, Any] = {"blender": bpy.app.version_string}
+    try:
         bpy.ops.wm.open_mainfile(
-            filepath=os.path.join(job_dir, "scene.blend"), load_ui=False, use_scripts=False
+            filepath=os.path.abspath(BLEND_NAME), load_ui=False, use_scripts=False
         )
         scene_info = _inspect(np)
     except Exception as exc:  # the scene the script left behind is unreadable: its fault
-        return {"scene_error": f"{type(exc).__name__}: {exc}"[:1000]}
+        report["scene_error"] = f"{type(exc).__name__}: {exc}"[:1000]
+        return _write_report(report, started)
     if job.get("mesh_export") is not None and not scene_info["nonfinite"]:
         try:
             scene_info["mesh_export"] = _export_stl(job["mesh_export"], np)
@@ -630,121 +549,45 @@ def _phase_b(job_dir: str, job: dict[str, Any], out: Any) -> dict[str, Any]:
     elif scene_info["nonfinite"] or not scene_info["camera"].get("finite", False):
         render_info = {"ok": False, "skipped": True, "error": "scene has non-finite values"}
     else:
-        out_dir = tempfile.mkdtemp(prefix="out-", dir=os.path.dirname(job_dir))
         try:
-            render_info = _render(job, out_dir, np)
+            render_info = _render(job, os.getcwd(), np)
         except Exception as exc:
             render_info = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:1000]}
-        finally:
-            shutil.rmtree(out_dir, ignore_errors=True)
-    return {"scene": scene_info, "render": render_info, "seconds": time.monotonic() - started}
+    report.update(scene=scene_info, render=render_info)
+    return _write_report(report, started)
 
 
-def _reset() -> None:
-    import bpy
-
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-
-
-def _write_job(root: str, job: dict[str, Any]) -> str:
-    job_dir = tempfile.mkdtemp(prefix="job-", dir=root)
-    with open(os.path.join(job_dir, SCRIPT_NAME), "w", encoding="utf-8") as fh:
-        fh.write(str(job.get("script", "")))
-    for name, data in dict(job.get("files") or {}).items():
-        base = os.path.basename(str(name))
-        if base and base not in {SCRIPT_NAME, "scene.blend", "phase_a.json", "output.log"}:
-            with open(os.path.join(job_dir, base), "wb") as fh:
-                fh.write(base64.b64decode(str(data)))
-    return job_dir
+def _clean(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become None, text is valid UTF-8 (a scene's names
+    and values are the model's: a NaN strength or an undecodable name must not break the
+    report)."""
+    if isinstance(value, dict):
+        return {_clean(str(k)): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
 
 
-def _handle(job: dict[str, Any], root: str, out: Any, proto_fds: set[int]) -> dict[str, Any]:
-    """Run both phases. Leaves Blender holding the model's scene: call ``_reset`` after."""
-    job_dir = _write_job(root, job)
-    try:
-        phase_a = _phase_a(job_dir, job, proto_fds)
-        reply: dict[str, Any] = {"id": job.get("id"), "result": True, "phase_a": phase_a}
-        report = phase_a.get("report") or {}
-        if (
-            report.get("ok")
-            and report.get("saved")
-            and os.path.isfile(os.path.join(job_dir, "scene.blend"))
-        ):
-            reply.update(_phase_b(job_dir, job, out))
-        return reply
-    finally:
-        shutil.rmtree(job_dir, ignore_errors=True)
+def _write_report(report: dict[str, Any], started: float) -> int:
+    report["seconds"] = time.monotonic() - started
+    with open(JUDGE_REPORT, "w", encoding="utf-8") as fh:
+        json.dump(_clean(report), fh, allow_nan=False)
+    return 0
 
 
-def _warm_up(root: str) -> float:
-    """Render a tiny scene once so Cycles' one-time setup is paid before the first job."""
-    import bpy
-
-    started = time.monotonic()
-    bpy.ops.mesh.primitive_cube_add()
-    bpy.ops.object.camera_add(location=(4.0, -4.0, 3.0), rotation=(1.1, 0.0, 0.8))
-    bpy.context.scene.camera = bpy.context.object
-    bpy.ops.object.light_add(type="SUN")
-    out_dir = tempfile.mkdtemp(prefix="warm-", dir=root)
-    try:
-        import numpy as np
-
-        _render({"render": {"resolution": [8, 8], "samples": 1}}, out_dir, np)
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
-    _reset()
-    return time.monotonic() - started
-
-
-def main() -> int:
-    # The protocol owns a private copy of stdout; Blender's own prints go to stderr.
-    proto_fd = os.dup(1)
-    os.dup2(2, 1)
-    out = os.fdopen(proto_fd, "wb")
-    inp = sys.stdin.buffer
-    root = tempfile.mkdtemp(prefix="verifiers-blender-")
-    os.chmod(root, 0o711)  # the script's child may run as another uid (rlimits-only mode)
-    started = time.monotonic()
-    import bpy
-
-    _set_undumpable()
-    _reset()
-    warm_s = _warm_up(root)
-    _send(
-        out,
-        {
-            "ready": True,
-            "protocol": PROTOCOL,
-            "blender": bpy.app.version_string,
-            "pid": os.getpid(),
-            "startup_s": time.monotonic() - started,
-            "warmup_s": warm_s,
-        },
-    )
-    proto_fds = {proto_fd, 0}
-    while True:
-        line = inp.readline()
-        if not line:
-            return 0
-        try:
-            job = json.loads(line)
-        except ValueError:
-            _send(out, {"error": "bad job line"})
-            continue
-        started = time.monotonic()
-        try:
-            reply = _handle(job, root, out, proto_fds)
-        except Exception as exc:
-            reply = {
-                "id": job.get("id"),
-                "result": True,
-                "worker_error": f"{type(exc).__name__}: {exc}"[:2000],
-            }
-        reply["worker_s"] = time.monotonic() - started
-        _send(out, reply)
-        # Back to an empty scene before the next fork; off the job's latency path.
-        _reset()
+def main(argv: list[str]) -> int:
+    mode = argv[0] if argv else ""
+    if mode == "script":
+        return run_script()
+    if mode == "judge":
+        return judge()
+    print(f"usage: _worker.py script|judge (got {mode!r})", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 from verifiers.sandbox import Limits, SandboxSettings
@@ -31,7 +33,10 @@ def test_a_session_is_one_frame_and_constant_files_travel_once() -> None:
     judge = b"# a constant judge\n" * 400  # 7.6 KB, read-only: kept by the runner
 
     async def main() -> list[list[dict[str, Any]]]:
-        provider = LocalProvider(SandboxSettings(local_isolation="none", pool_size=1))
+        provider = LocalProvider(
+            # No isolation needs no runtime root: the host-interpreter escape hatch.
+            SandboxSettings(local_isolation="none", local_python=Path(sys.executable), pool_size=1)
+        )
         sessions: list[list[dict[str, Any]]] = []
         try:
             for i in range(3):

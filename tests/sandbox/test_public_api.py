@@ -20,13 +20,19 @@ def test_all_is_pinned() -> None:
         "FakeCall",
         "FakeProvider",
         "FakeSandbox",
+        "LimitOverrides",
         "Limits",
         "LocalProvider",
         "Sandbox",
+        "SandboxProvider",
         "SandboxSettings",
+        "backend_names",
+        "backend_status",
         "detect_isolation",
         "docker_ready",
+        "get_backend",
         "open_provider",
+        "register_backend",
     ]
     for name in sandbox.__all__:
         assert getattr(sandbox, name) is not None
@@ -130,7 +136,7 @@ def test_builtin_python_image_is_registered() -> None:
 
     images = find_images(SandboxSettings())
     assert "python" in images
-    assert (images["python"].path / "prepare.py").is_file()
+    assert (images["python"].path / "runtime.toml").is_file()
 
 
 @pytest.mark.docker

@@ -68,8 +68,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument(
         "--sandbox",
-        choices=("auto", "docker", "local", "none"),
-        help="sandbox backend for verifiers that run code (default auto)",
+        metavar="NAME",
+        help="sandbox backend for verifiers that run code: auto (default), docker, local, "
+        "none, or a plugin's (see `verifiers list`)",
     )
     p.add_argument("--summary-json", type=Path, metavar="PATH", help="write the summary as JSON")
     p.add_argument(

@@ -6,11 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 from render_helpers import RenderRunner
-from verifiers.domains.render import PoolSettings
 
 
 @pytest.fixture(scope="module")
 def local_runner() -> Iterator[RenderRunner]:
-    runner = RenderRunner(PoolSettings(backend="local", workers=1))
+    runner = RenderRunner("local")
     yield runner
     runner.close()

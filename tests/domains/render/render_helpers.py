@@ -1,8 +1,9 @@
 """Helpers of the render tests: scene scripts and a runner bound to one event loop.
 
-The warm worker pool is bound to the event loop that started it, so each test module keeps
-one loop (and one verifier, hence one pool) for all its tests: that is also what proves the
-pool recovers after every broken script.
+Render jobs run in the shared sandbox stack (``ctx.sandbox("blender")``). A provider's warm
+runners are bound to the event loop that started them, so each test module keeps one loop and
+one provider (``pool_size=1``: one warm runner) for all its tests: that is also what proves
+the runner recovers after every broken script.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from verifiers.domains.render import BlenderRender, PoolSettings, RenderSpec
+from verifiers.domains.render import BlenderRender, RenderSpec
+from verifiers.sandbox import SandboxSettings, open_provider
 
 from verifiers.context import VerifierContext
 from verifiers.types import Result, Trajectory
@@ -46,11 +48,16 @@ def completion(script: str) -> str:
 
 
 class RenderRunner:
-    """Runs ``render.blender`` on one loop with one verifier (one warm pool)."""
+    """Runs ``render.blender`` on one loop with one verifier and one sandbox provider."""
 
-    def __init__(self, settings: PoolSettings | None = None) -> None:
+    def __init__(self, kind: str = "local", **settings: Any) -> None:
         self.loop = asyncio.new_event_loop()
-        self.verifier = BlenderRender(settings)
+        self.verifier = BlenderRender()
+        self.kind = kind
+        self.provider = open_provider(
+            kind,  # type: ignore[arg-type]
+            SandboxSettings(**{"pool_size": 1, **settings}),
+        )
 
     def verify(
         self, script: str, spec: dict[str, Any] | None = None, *, base_dir: Path | None = None
@@ -62,9 +69,14 @@ class RenderRunner:
     ) -> Result:
         spec_obj = RenderSpec.model_validate(spec if spec is not None else GOOD_SPEC)
         traj = Trajectory(completion=completion(script), task={"verifier": "render.blender"})
-        ctx = VerifierContext(deadline=time.monotonic() + 120, base_dir=base_dir or Path("."))
+        ctx = VerifierContext(
+            deadline=time.monotonic() + 120,
+            base_dir=base_dir or Path("."),
+            sandboxes=self.provider,
+        )
         return await self.verifier.verify(traj, spec_obj, ctx)
 
     def close(self) -> None:
         self.loop.run_until_complete(self.verifier.close())
+        self.loop.run_until_complete(self.provider.close())
         self.loop.close()

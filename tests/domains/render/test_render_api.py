@@ -17,16 +17,14 @@ def test_all_is_pinned() -> None:
     assert sorted(render.__all__) == sorted(
         [
             "GEOMETRY_TYPES",
+            "RUNTIME",
             "BBoxExpect",
-            "BlenderPool",
             "BlenderRender",
             "ExpectSpec",
             "MeshCheck",
             "ObjectExpect",
-            "PoolSettings",
             "ReferenceImage",
             "RenderSpec",
-            "reap_containers",
         ]
     )
 
@@ -77,3 +75,26 @@ def test_spec_shape_from_the_issue_loads() -> None:
 def test_spec_rejects_nonsense(bad: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         RenderSpec.model_validate(bad)
+
+
+def test_sandbox_none_governs_render() -> None:
+    # Render runs through ctx.sandbox("blender"): with --sandbox none no Blender starts and the
+    # item is an infra error naming the fix (it used to run model scripts in Docker anyway).
+    import verifiers
+
+    item = {
+        "id": "r1",
+        "completion": "```python\nimport bpy\n```",
+        "task": {"verifier": "render.blender", "spec": {}},
+    }
+    (result,) = verifiers.score([item], sandbox="none", retries=0)
+    assert result.status == "error" and result.reward is None
+    assert result.error is not None and result.error.kind == "infra"
+    assert "sandbox" in result.error.message, result.error.message
+
+
+def test_budget_covers_every_phase() -> None:
+    spec = RenderSpec.model_validate({"timeout_s": 10, "render_timeout_s": 20})
+    assert render.BlenderRender().budget_s(spec) == 10 + 2 * 20 + 30
+    meshy = RenderSpec.model_validate({"timeout_s": 10, "render_timeout_s": 20, "mesh": {}})
+    assert render.BlenderRender().budget_s(meshy) == 10 + 2 * 20 + 60 + 30

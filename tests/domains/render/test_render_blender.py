@@ -1,7 +1,8 @@
-"""render.blender with real bpy: the local backend (bpy venv inside bubblewrap).
+"""render.blender with real bpy on the local sandbox backend (the blender runtime in bubblewrap).
 
-Every broken script below runs on the same warm pool, one after the other, and a good scene
-still passes afterwards: the pool recovers from exceptions, timeouts, aborts and memory bombs.
+Every broken script below runs on the same provider (one warm runner), one after the other,
+and a good scene still passes afterwards: the shared sandbox stack recovers from exceptions,
+timeouts, aborts and memory bombs.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def test_good_scene_passes(local_runner: RenderRunner) -> None:
     assert result.status == "pass", result.feedback
     assert result.reward == 1.0
     assert result.details["image"]["mean_luminance"] > 0.1
-    assert result.details["worker"]["backend"] == "local"
+    assert result.details["worker"] == {"runtime": "blender", "blender": "5.0.1"}
     assert result.details["scene"]["camera"]["sees"]
 
 
@@ -111,16 +112,11 @@ def test_infinite_loop_times_out_and_pool_recovers(local_runner: RenderRunner) -
     assert local_runner.verify(GOOD_SCENE).status == "pass"
 
 
-def test_os_abort_is_retried_then_scored_and_pool_recovers(local_runner: RenderRunner) -> None:
-    local_runner.verify(GOOD_SCENE)
-    pool = local_runner.verifier.pool
-    assert pool is not None
-    started = pool.started
+def test_os_abort_is_scored_and_the_runner_recovers(local_runner: RenderRunner) -> None:
     result = local_runner.verify("import bpy, os\nbpy.ops.mesh.primitive_cube_add()\nos.abort()\n")
     assert result.status == "fail" and result.reward == 0.0
     assert "Blender crashed with SIGABRT while running your script" in result.feedback
-    assert result.details["attempts"] == 2
-    assert pool.started >= started + 1  # the worker was recycled after the crash
+    assert result.details["attempts"] == 1  # a crash of the script's own process: no retry
     assert local_runner.verify(GOOD_SCENE).status == "pass"
 
 
@@ -128,7 +124,9 @@ def test_one_gigabyte_allocation_hits_the_memory_limit(local_runner: RenderRunne
     script = "import bpy\nblob = bytearray(1024 * 1024 * 1024)\n" + GOOD_SCENE
     result = local_runner.verify(script, {"memory_mb": 512})
     assert result.status == "fail" and result.reward == 0.0
-    assert "MemoryError" in result.feedback and "limit: 512 MB" in result.feedback
+    # RLIMIT_AS raises MemoryError in the script; a per-job memory cgroup kills it instead.
+    assert "limit: 512 MB" in result.feedback
+    assert "MemoryError" in result.feedback or "ran out of memory" in result.feedback
     assert local_runner.verify(GOOD_SCENE).status == "pass"
 
 
@@ -173,21 +171,23 @@ def test_compositor_and_sequencer_cannot_paint_over_the_render(local_runner: Ren
     assert result.components["not_black"] == 0.0, result.details.get("image")
 
 
-def test_worker_killed_mid_job_is_replaced_and_the_job_retried(local_runner: RenderRunner) -> None:
-    runner = local_runner
-    slow = "import time\ntime.sleep(1.5)\n" + GOOD_SCENE
+def test_a_runner_lost_mid_script_is_a_fail_and_the_next_job_gets_a_fresh_one(
+    local_runner: RenderRunner,
+) -> None:
+    slow = "import time\ntime.sleep(3)\n" + GOOD_SCENE
 
     async def scenario() -> Any:
-        task = asyncio.ensure_future(runner.averify(slow))
-        await asyncio.sleep(0.7)
-        pool = runner.verifier.pool
-        assert pool is not None
-        pool.kill_all()  # the worker dies under the job
+        task = asyncio.ensure_future(local_runner.averify(slow))
+        await asyncio.sleep(1.5)
+        pool = local_runner.provider._pool  # the runner dies under the job
+        for slot in pool._slots.values():
+            for worker in list(slot.busy):
+                await worker.kill()
         return await task
 
-    result = runner.loop.run_until_complete(scenario())
-    assert result.status == "pass", result.feedback
-    assert result.details["attempts"] == 2
+    result = local_runner.loop.run_until_complete(scenario())
+    assert result.status == "fail" and result.reward == 0.0, result
+    assert local_runner.verify(GOOD_SCENE).status == "pass"
 
 
 def test_output_dir_gets_the_png(
@@ -231,24 +231,23 @@ def test_task_suite_verdicts(local_runner: RenderRunner, item: dict[str, Any]) -
     assert expected["expected_feedback"] in result.feedback
 
 
-def test_killing_the_worker_scores_zero_not_abstain(local_runner: RenderRunner) -> None:
+def test_the_script_cannot_signal_the_process_that_forked_it(local_runner: RenderRunner) -> None:
     script = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
     result = local_runner.verify(script)
     assert result.status == "fail" and result.reward == 0.0
-    assert "worker died twice while your script ran" in result.feedback
+    assert "PermissionError" in result.feedback, result.feedback
     assert local_runner.verify(GOOD_SCENE).status == "pass"
 
 
-def test_engine_scores_the_example_file(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_engine_scores_the_example_file() -> None:
     import verifiers
 
-    monkeypatch.setenv("VERIFIERS_BLENDER_BACKEND", "local")
     items = _dataset("examples/render.jsonl")
-    results = verifiers.score(items)
+    results = verifiers.score(items, sandbox="local")
     assert [r.id for r in results] == [i["id"] for i in items]
     for item, result in zip(items, results, strict=True):
         assert result.status == item["metadata"]["expected_status"], (item["id"], result)
-        assert result.verifier == "render.blender@1"
+        assert result.verifier == "render.blender@2"
 
 
 TABLE_MESH = {
@@ -283,3 +282,21 @@ def test_invalid_mesh_table_is_bad_input(local_runner: RenderRunner) -> None:
 
     with pytest.raises(BadInput):
         local_runner.verify(GOOD_SCENE, {"mesh": {"constraints": {"bodies": -3}}})
+
+
+def test_a_runtime_that_cannot_import_bpy_is_infra_not_the_models_fail(tmp_path: Path) -> None:
+    # A "blender" runtime whose interpreter has no bpy: phase A's harness cannot import it
+    # before any model code runs, the host's own probe confirms it, and the item abstains.
+    # (runtime.toml is the one runtime format; the host-interpreter escape hatch runs it with a
+    # python3 that has no bpy.)
+    folder = tmp_path / "blender"
+    folder.mkdir()
+    (folder / "runtime.toml").write_text('[runtime]\npython = "/usr/bin/python3"\n')
+    from verifiers.errors import SandboxUnavailable
+
+    runner = RenderRunner("local", image_dirs=(tmp_path,), local_python=Path("/usr/bin/python3"))
+    try:
+        with pytest.raises(SandboxUnavailable, match="cannot import bpy"):
+            runner.verify(GOOD_SCENE)
+    finally:
+        runner.close()

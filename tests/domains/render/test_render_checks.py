@@ -39,6 +39,7 @@ def _obj(
         "verts_finite": True,
         "bbox_min": list(lo),
         "bbox_max": list(hi),
+        **({"verts": 8, "faces": 12} if kind == "MESH" else {}),
     }
 
 
@@ -226,7 +227,7 @@ def test_glob_count_and_position_expectations() -> None:
 def test_hidden_and_empty_objects_do_not_count() -> None:
     # Four legs faked by one real leg, an empty mesh, and two hidden stand-ins.
     spec = RenderSpec.model_validate({"expect": {"objects": [{"name": "Leg*", "count": 4}]}})
-    empty = {**_obj("Leg2"), "verts": 0}
+    empty = {**_obj("Leg2"), "verts": 0, "faces": 0}
     hidden = [{**_obj(f"Leg{i}"), "hide_render": True} for i in (3, 4)]
     result = evaluate(_reply(scene={"objects": [_obj("Leg1"), empty, *hidden]}), spec)
     assert result.components["object:Leg*"] == 0.0
@@ -296,3 +297,48 @@ def test_mesh_component_is_the_share_of_mesh_checks_passed() -> None:
     assert gate.components["mesh"] == 0.0 and "mesh: not watertight" in gate.feedback
     missing = evaluate(_reply(), spec, None, None)
     assert missing.components["mesh"] == 0.0
+
+
+def test_geometry_without_renderable_faces_never_counts() -> None:
+    # Loose vertices / edges only (faces: 0) match neither min_objects nor an expectation,
+    # and the camera "seeing" such an object does not count as seeing the scene.
+    loose = {**_obj("Table"), "verts": 2, "faces": 0}
+    spec = RenderSpec.model_validate(
+        {**SPEC.model_dump(), "expect": {**SPEC.expect.model_dump(), "min_objects": 1}}
+    )
+    result = evaluate(_reply(scene={"objects": [loose]}), spec)
+    assert result.components["objects"] == 0.0
+    assert result.components["object:Table"] == 0.0
+    assert result.components["camera_view"] == 0.0
+    assert result.status == "fail"
+
+
+@pytest.mark.parametrize("gate", ["not_black", "not_blank", "camera_view", "objects", "textures"])
+def test_gates_make_a_component_fatal(gate: str) -> None:
+    black = _png(np.zeros((64, 64, 3)))
+    reply = _reply(
+        render={"ok": True, "png_b64": black},
+        scene={
+            "objects": [],
+            "camera": {"set": True, "type": "CAMERA", "finite": True, "sees": [], "rays": 256},
+            "missing_images": [{"image": "wood", "filepath": "//wood.png"}],
+        },
+    )
+    partial = evaluate(reply, SPEC)
+    assert partial.components[gate] == 0.0 and partial.reward > 0.0  # default: partial credit
+    spec = RenderSpec.model_validate(
+        {**SPEC.model_dump(), "gates": ["script", "finite", "camera", "render", gate]}
+    )
+    fatal = evaluate(reply, spec)
+    assert fatal.reward == 0.0 and fatal.status == "fail"
+    assert fatal.details["checks"][gate]["gate"] is True
+
+
+def test_gates_must_name_components_and_keep_the_structural_ones() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="not components of this spec"):
+        RenderSpec.model_validate({"gates": ["script", "finite", "camera", "render", "nope"]})
+    with pytest.raises(ValidationError, match="gates must include"):
+        RenderSpec.model_validate({"gates": ["not_black"]})
+    assert RenderSpec().gates == ["script", "finite", "camera", "render"]
