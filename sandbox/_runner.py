@@ -1016,8 +1016,8 @@ class Runner:
                 if preload:
                     problem = _run_preload(preload)
                     self.preload_vm = _vm_size()
-                    ready = b"R%d" % self.preload_vm
-                    theirs.sendall(ready if problem is None else b"E" + problem.encode()[:4000])
+                    answer = b"R%d" % self.preload_vm
+                    theirs.sendall(answer if problem is None else b"E" + problem.encode()[:4000])
                     if problem is not None:
                         return
                 self._zygote_loop(theirs)
@@ -1026,8 +1026,8 @@ class Runner:
         theirs.close()
         self.ancestors.add(pid)  # never swept as a job process
         if preload:
-            ready, _, _ = select.select([ours], [], [], preload_timeout)
-            answer = ours.recv(4096) if ready else b""
+            readable, _, _ = select.select([ours], [], [], preload_timeout)
+            answer = ours.recv(4096) if readable else b""
             if answer[:1] != b"R":
                 detail = answer[1:].decode("utf-8", "replace") or "no answer"
                 self.preload_error = f"runtime preload failed: {detail}"
