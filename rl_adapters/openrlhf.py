@@ -51,6 +51,7 @@ import json
 import logging
 import math
 import os
+import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
@@ -338,6 +339,7 @@ def make_reward_func(
 
 
 _env_func: Callable[..., dict[str, Any]] | None = None
+_env_lock = threading.Lock()
 
 ENV_SETTINGS = (
     "VERIFIERS_VERIFIER",
@@ -393,6 +395,11 @@ def reward_func(
     engine's ``VERIFIERS_*`` settings.
     """
     global _env_func
-    if _env_func is None:
-        _env_func = env_reward_func()
-    return _env_func(queries, prompts, labels, **kwargs)
+    # OpenRLHF calls this from many threads at once (asyncio.to_thread, one rollout per call):
+    # without the lock each first caller would build its own engine and group rendezvous, and
+    # an unjudged rollout would wait for group-mates that report to another instance.
+    with _env_lock:
+        if _env_func is None:
+            _env_func = env_reward_func()
+        func = _env_func
+    return func(queries, prompts, labels, **kwargs)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import secrets
 import signal
 import time
 from dataclasses import dataclass, field
@@ -137,7 +138,9 @@ def cgroup_support() -> tuple[int, tuple[str, ...]]:
 
 def make_runner_cgroup(tag: str) -> RunnerCgroup | None:
     """Make ``verifiers-<pid>-<tag>`` under our own cgroup(s); None where we cannot."""
-    name = f"verifiers-{os.getpid()}-{tag}"
+    # A random part too: a name must never be shared with a live runner's cgroup (another
+    # provider in this process with the same tag), since removing one kills its members.
+    name = f"verifiers-{os.getpid()}-{tag}-{secrets.token_hex(4)}"
     v2 = _v2_parent()
     if v2:
         path = os.path.join(v2, name)
@@ -155,7 +158,7 @@ def make_runner_cgroup(tag: str) -> RunnerCgroup | None:
         try:
             os.mkdir(path)
         except FileExistsError:
-            pass
+            continue  # never join a cgroup someone else made
         except OSError:
             continue
         made[kind] = path

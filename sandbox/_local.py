@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import logging
 import os
@@ -59,6 +60,7 @@ _SCRATCH_MB = 64
 """Size of the runner's private ``/tmp`` and ``/dev/shm`` (as Docker's ``/tmp`` and shm)."""
 _CGROUP_MOUNT = "/run/verifiers/cgroup"
 _warned = False
+_SLOTS = itertools.count(1)
 
 
 @functools.cache
@@ -285,7 +287,11 @@ class LocalProvider(SandboxProvider):
     def _job_uid(self) -> int:
         # A uid per runner keeps RLIMIT_NPROC and the process sweep per runner; the pid term
         # keeps two providers on one host apart.
-        self._next_slot += 1
+        # The slot counter is per process, not per provider: two providers in one process (a
+        # CLI run and an adapter's scorer, two engines) must never hand two live runners the
+        # same uid, whose per-runner cgroup (named by it) the first to close would remove,
+        # killing the other's job mid-run (an infra fault scored as the model's fail).
+        self._next_slot = next(_SLOTS)
         return 200_000 + (os.getpid() % 1000) * 100 + self._next_slot % 100
 
     def _runtime_root(self, image: str) -> tuple[Runtime, Path] | None:
