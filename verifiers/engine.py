@@ -47,6 +47,7 @@ from .types import Result, Task, Trajectory
 
 if TYPE_CHECKING:
     from .cache import ResultCache
+    from .episode import Episode
     from .workers import WorkerPool
 
 __all__ = ["Engine", "EngineSettings", "score", "score_async"]
@@ -54,6 +55,10 @@ __all__ = ["Engine", "EngineSettings", "score", "score_async"]
 log = logging.getLogger("verifiers.engine")
 
 Item = Trajectory | Result | Mapping[str, Any]
+
+EPISODE_POOL_SIZE = 64
+"""Most episode sandboxes of one runtime open at once per engine (each holds a warm worker for
+its whole rollout; a trainer's batch of episodes must fit)."""
 
 _BUDGET_MARGIN_S = 10.0
 """Seconds past a verifier's declared budget for what is not the model's time: the sandbox's
@@ -132,8 +137,9 @@ class EngineSettings(BaseModel):
 class _LazySandboxes:
     """Opens the configured sandbox provider the first time a verifier asks for one."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, pool_size: int | None = None) -> None:
         self.kind = kind
+        self.pool_size = pool_size
         self._provider: SandboxProvider | None = None
 
     def session(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
@@ -147,7 +153,12 @@ class _LazySandboxes:
                 from verifiers.sandbox import open_provider
             except ImportError as exc:
                 raise SandboxUnavailable(f"sandbox package unavailable: {exc}") from None
-            self._provider = open_provider(self.kind)
+            settings = None
+            if self.pool_size is not None:
+                from verifiers.sandbox import SandboxSettings
+
+                settings = SandboxSettings(pool_size=self.pool_size)
+            self._provider = open_provider(self.kind, settings)
         return self._provider.session(image, **limits)
 
     async def close(self) -> None:
@@ -175,6 +186,11 @@ class Engine:
         self.settings = settings or EngineSettings.from_env()
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
         self._sandboxes: SandboxProvider = sandboxes or _LazySandboxes(self.settings.sandbox)
+        # Episodes hold their sandbox for a whole rollout: a pool of their own, so held episode
+        # sessions never starve the verification sandboxes their submits need (a deadlock).
+        self._episode_sandboxes: SandboxProvider = sandboxes or _LazySandboxes(
+            self.settings.sandbox, pool_size=EPISODE_POOL_SIZE
+        )
         self._instances: dict[str, Verifier[Any]] = {}
         self._specs: dict[tuple[str, str], Spec] = {}
         self._inline: dict[str, bool] = {}
@@ -209,6 +225,8 @@ class Engine:
             await self._workers.aclose()
             self._workers = None
         await self._sandboxes.close()
+        if self._episode_sandboxes is not self._sandboxes:
+            await self._episode_sandboxes.close()
         if self._cache is not None:
             self._cache.close()
             self._cache = None
@@ -257,6 +275,19 @@ class Engine:
             for task in pending:
                 if isinstance(task, asyncio.Task):
                     task.cancel()
+
+    def episode(self, item: Trajectory | Mapping[str, Any], **settings: Any) -> Episode:
+        """One live sandbox session for one rollout of ``item``'s task (``async with``).
+
+        ``settings`` are :class:`verifiers.EpisodeSettings` fields, over the item's own
+        ``"episode"`` object. See :mod:`verifiers.episode` and docs/episodes.md.
+
+        Raises:
+            BadInput: the item or the settings are invalid (the message names the field).
+        """
+        from .episode import Episode, settings_for
+
+        return Episode(self, item, settings_for(item, settings))
 
     # -- internals ---------------------------------------------------------------------
 
