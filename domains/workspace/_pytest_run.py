@@ -36,6 +36,7 @@ def main() -> int:
     os.dup2(devnull, 2)
     tree = os.getcwd()
     sys.path[:] = [p for p in sys.path if p not in ("", ".", tree)]
+    sys.path.insert(0, os.path.join(tree, ".verifiers"))  # the strict-compare helper
     sys.path.append(tree)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     sys.dont_write_bytecode = True

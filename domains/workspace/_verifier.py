@@ -37,6 +37,7 @@ from verifiers.text import completion_text
 from verifiers.types import Result, Trajectory
 
 from ._spec import WorkspaceSpec
+from ._strict import HELPER_MODULE, HELPER_SOURCE, harden_test_source
 from ._tree import RESERVED_DIR, Changes, changes_between, parse_changes, parse_tar
 
 __all__ = ["Workspace", "prepare", "snapshot", "static_test_ids"]
@@ -230,7 +231,8 @@ class Workspace(Verifier[WorkspaceSpec]):
             if spec.tests:
                 await sb.write_files(
                     {
-                        **spec.tests,
+                        **{p: harden_test_source(t) for p, t in spec.tests.items()},
+                        f"{RESERVED_DIR}/{HELPER_MODULE}.py": HELPER_SOURCE,
                         f"{RESERVED_DIR}/_pytest_run.py": _RUNNER,
                         f"{RESERVED_DIR}/pytest.ini": "[pytest]\n",
                     },

@@ -1,0 +1,105 @@
+"""The workspace corpus (datasets/workspace): honest work passes live and offline, every hack
+scores 0 (never an abstain), and feedback never quotes the hidden tests.
+
+Everything runs in one engine per module (real bubblewrap sandboxes), batched: one
+``engine.score`` call for the offline items and concurrent episodes for the live ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from verifiers import Engine, Result
+from verifiers.domains.workspace import WorkspaceSpec
+
+from episode_helpers import HACKS, TASKS, row, with_engine
+
+pytestmark = pytest.mark.bwrap
+
+
+async def _episode_honest(engine: Engine, task_id: str) -> tuple[Any, Result, Result]:
+    solution = TASKS[task_id]["solution"]
+    async with engine.episode(row(task_id)) as ep:
+        if isinstance(solution, str):  # a diff task: the agent edits the file itself
+            files = dict(TASKS[task_id]["task"]["spec"]["files"])
+            files["calc.py"] = files["calc.py"].replace("a - b", "a + b")
+            solution = {"calc.py": files["calc.py"]}
+        for path, text in solution.items():
+            await ep.write_file(path, text)
+        step = await ep.submit()
+        final = await ep.finish()
+    # Re-verification: the completion the episode submitted, scored offline, same reward.
+    completion = json.dumps({p: t for p, t in sorted(solution.items())}, sort_keys=True)
+    offline = await engine.score_one(row(task_id, completion=completion))
+    return step, final, offline
+
+
+async def _episode_hack(engine: Engine, hack: dict[str, Any]) -> Result:
+    async with engine.episode(row(hack["task_id"])) as ep:
+        for action in hack["actions"]:
+            if "write" in action:
+                try:
+                    await ep.write_file(action["write"], action["text"])
+                except Exception as exc:  # ToolRefused: shown to the model, episode goes on
+                    assert "path" in str(exc)
+            else:
+                await ep.run(action["run"])
+        await ep.submit()
+        return await ep.finish()
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, Any]:
+    async def body(engine: Engine) -> dict[str, Any]:
+        offline_items = [
+            row(tid, completion=t["solution"] if isinstance(t["solution"], str) else json.dumps(t["solution"]))
+            for tid, t in TASKS.items()
+        ]
+        hack_items = [row(h["task_id"], id=h["id"], completion=h["completion"]) for h in HACKS if "completion" in h]
+        scored = await engine.score(offline_items + hack_items)
+        honest = dict(zip(TASKS, scored[: len(TASKS)], strict=True))
+        hacks = {r.id: r for r in scored[len(TASKS) :]}
+        live = await asyncio.gather(*(_episode_honest(engine, tid) for tid in TASKS))
+        episodes = dict(zip(TASKS, live, strict=True))
+        ep_hacks = await asyncio.gather(*(_episode_hack(engine, h) for h in HACKS if "actions" in h))
+        for h, result in zip([h for h in HACKS if "actions" in h], ep_hacks, strict=True):
+            hacks[h["id"]] = result
+        return {"honest": honest, "episodes": episodes, "hacks": hacks}
+
+    return with_engine(body, concurrency=4)
+
+
+def test_corpus_size() -> None:
+    assert len(TASKS) >= 10
+    assert len(HACKS) >= 20
+    kinds = {("f2p" if t["task"]["spec"].get("fail_to_pass") else "")
+             + ("setup" if t["task"]["spec"].get("setup") else "")
+             + ("io" if t["task"]["spec"].get("io") else "") for t in TASKS.values()}
+    assert {"f2p", "setupio"} <= kinds | {"setupio"} and any("io" in k for k in kinds)
+    for t in TASKS.values():
+        WorkspaceSpec.model_validate(t["task"]["spec"])
+
+
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_honest_solution_passes_offline(corpus: dict[str, Any], task_id: str) -> None:
+    result = corpus["honest"][task_id]
+    assert (result.status, result.reward) == ("pass", 1.0), result.feedback or result.error
+
+
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_honest_episode_passes_and_rescoring_agrees(corpus: dict[str, Any], task_id: str) -> None:
+    step, final, offline = corpus["episodes"][task_id]
+    assert step.status == "pass" and step.done, step.feedback
+    assert (final.status, final.reward) == ("pass", 1.0)
+    assert (offline.status, offline.reward) == (final.status, final.reward)
+
+
+@pytest.mark.parametrize("hack", HACKS, ids=[h["id"] for h in HACKS])
+def test_hack_scores_zero(corpus: dict[str, Any], hack: dict[str, Any]) -> None:
+    result = corpus["hacks"][hack["id"]]
+    assert result.status == "fail", (hack["attack"], result.error, result.feedback)
+    assert result.reward == 0.0, (hack["attack"], result.feedback)
