@@ -31,6 +31,11 @@ _EXPORTS: dict[str, str] = {
     "EngineSettings": "engine",
     "score": "engine",
     "score_async": "engine",
+    "Episode": "episode",
+    "EpisodeSettings": "episode",
+    "Step": "episode",
+    "SyncEpisode": "episode",
+    "ToolRefused": "episode",
     "BadInput": "errors",
     "InfraError": "errors",
     "InvalidOutput": "errors",
@@ -63,6 +68,7 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:
     from .context import VerifierContext
     from .engine import Engine, EngineSettings, score, score_async
+    from .episode import Episode, EpisodeSettings, Step, SyncEpisode, ToolRefused
     from .errors import (
         BadInput,
         InfraError,
@@ -111,6 +117,8 @@ __all__ = [
     "Check",
     "Engine",
     "EngineSettings",
+    "Episode",
+    "EpisodeSettings",
     "ErrorInfo",
     "ErrorKind",
     "InfraError",
@@ -123,7 +131,10 @@ __all__ = [
     "SandboxUnavailable",
     "Spec",
     "Status",
+    "Step",
+    "SyncEpisode",
     "Task",
+    "ToolRefused",
     "Trajectory",
     "UnknownVerifier",
     "Verifier",

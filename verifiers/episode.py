@@ -313,6 +313,8 @@ class Episode:
         out_left = self.settings.output_bytes - self.output_bytes
         wanted = self.settings.command_timeout_s if timeout is None else float(timeout)
         budget = max(0.05, min(wanted, self.settings.command_timeout_s, wall_left))
+        wall_binds = wall_left <= min(wanted, self.settings.command_timeout_s)
+        cpu_binds = cpu_left <= budget + 1
         limits = Limits(
             timeout_s=budget,
             memory_mb=self.settings.memory_mb,
@@ -336,9 +338,12 @@ class Episode:
         self.output_bytes += len(result.stdout) + len(result.stderr)
         if result.returncode == -9 and _LOST_MARK in result.stderr:
             self.killed = "the last command took the sandbox down"
-        elif self.wall_s >= self.settings.wall_s:
+        elif self.wall_s >= self.settings.wall_s or (wall_binds and result.timed_out):
             self.exhausted = f"wall seconds ({self.settings.wall_s:g})"
-        elif self.cpu_s >= self.settings.cpu_s:
+        elif self.cpu_s >= self.settings.cpu_s or (
+            # RLIMIT_CPU kills by signal a little before the limit is reported as used
+            cpu_binds and result.returncode < 0 and not result.timed_out
+        ):
             self.exhausted = f"CPU seconds ({self.settings.cpu_s:g})"
         elif self.output_bytes >= self.settings.output_bytes:
             self.exhausted = f"output bytes ({self.settings.output_bytes})"

@@ -8,7 +8,8 @@ import sys
 import verifiers
 
 PUBLIC = {
-    "Artifact", "BadInput", "Check", "Engine", "EngineSettings", "ErrorInfo", "ErrorKind",
+    "Artifact", "BadInput", "Check", "Engine", "EngineSettings", "Episode", "EpisodeSettings",
+    "ErrorInfo", "ErrorKind", "Step", "SyncEpisode", "ToolRefused",
     "InfraError", "InlineVerifier", "InvalidOutput", "Message", "MissingDependency", "ResourceExhausted", "Result",
     "SandboxUnavailable", "Spec", "Status", "Task", "Trajectory", "UnknownVerifier", "Verifier",
     "VerifierContext", "VerifierError", "VerifierTimeout", "__version__", "completion_text",

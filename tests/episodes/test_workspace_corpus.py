@@ -12,11 +12,10 @@ import json
 from typing import Any
 
 import pytest
-
-from verifiers import Engine, Result
+from episode_helpers import HACKS, TASKS, row, with_engine
 from verifiers.domains.workspace import WorkspaceSpec
 
-from episode_helpers import HACKS, TASKS, row, with_engine
+from verifiers import Engine, Result
 
 pytestmark = pytest.mark.bwrap
 
