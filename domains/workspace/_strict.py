@@ -78,7 +78,11 @@ class _Harden(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
-        if not self.in_assert or len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+        if (
+            not self.in_assert
+            or len(node.ops) != 1
+            or not isinstance(node.ops[0], (ast.Eq, ast.NotEq))
+        ):
             return node
         left, right = node.left, node.comparators[0]
         if _is_literal(right) and not _is_literal(left):
@@ -111,12 +115,22 @@ def harden_test_source(source: str) -> str:
         return source
     index = 0
     body = tree.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(getattr(body[0], "value", None), ast.Constant)
+    ):
         index = 1
-    while index < len(body) and isinstance(body[index], ast.ImportFrom) and body[index].module == "__future__":  # type: ignore[attr-defined]
+    while (
+        index < len(body)
+        and isinstance(body[index], ast.ImportFrom)
+        and body[index].module == "__future__"
+    ):  # type: ignore[attr-defined]
         index += 1
     body.insert(
         index,
-        ast.ImportFrom(module=HELPER_MODULE, names=[ast.alias(name="strict_eq", asname=_NAME)], level=0),
+        ast.ImportFrom(
+            module=HELPER_MODULE, names=[ast.alias(name="strict_eq", asname=_NAME)], level=0
+        ),
     )
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

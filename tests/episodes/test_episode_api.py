@@ -17,7 +17,11 @@ from verifiers.errors import BadInput
 
 pytestmark = pytest.mark.bwrap
 
-CAPITAL = {"id": "capital", "prompt": "Capital of France?", "task": {"verifier": "answer.exact", "reference": "Paris"}}
+CAPITAL = {
+    "id": "capital",
+    "prompt": "Capital of France?",
+    "task": {"verifier": "answer.exact", "reference": "Paris"},
+}
 
 
 def test_tools_and_refusals() -> None:
@@ -61,7 +65,11 @@ def test_unknown_episode_setting_is_bad_input() -> None:
         ({"max_turns": 2}, [["true"], ["true"], ["true"]], "turns (2)"),
         ({"output_bytes": 4096}, [["python3", "-c", "print('x' * 100000)"]], "output bytes (4096)"),
         ({"wall_s": 1.0}, [["sleep", "30"]], "wall seconds (1)"),
-        ({"cpu_s": 1.0, "command_timeout_s": 20}, [["python3", "-c", "while True: pass"]], "CPU seconds (1)"),
+        (
+            {"cpu_s": 1.0, "command_timeout_s": 20},
+            [["python3", "-c", "while True: pass"]],
+            "CPU seconds (1)",
+        ),
     ],
     ids=["commands", "turns", "output", "wall", "cpu"],
 )

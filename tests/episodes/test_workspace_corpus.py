@@ -55,16 +55,27 @@ async def _episode_hack(engine: Engine, hack: dict[str, Any]) -> Result:
 def corpus() -> dict[str, Any]:
     async def body(engine: Engine) -> dict[str, Any]:
         offline_items = [
-            row(tid, completion=t["solution"] if isinstance(t["solution"], str) else json.dumps(t["solution"]))
+            row(
+                tid,
+                completion=t["solution"]
+                if isinstance(t["solution"], str)
+                else json.dumps(t["solution"]),
+            )
             for tid, t in TASKS.items()
         ]
-        hack_items = [row(h["task_id"], id=h["id"], completion=h["completion"]) for h in HACKS if "completion" in h]
+        hack_items = [
+            row(h["task_id"], id=h["id"], completion=h["completion"])
+            for h in HACKS
+            if "completion" in h
+        ]
         scored = await engine.score(offline_items + hack_items)
         honest = dict(zip(TASKS, scored[: len(TASKS)], strict=True))
         hacks = {r.id: r for r in scored[len(TASKS) :]}
         live = await asyncio.gather(*(_episode_honest(engine, tid) for tid in TASKS))
         episodes = dict(zip(TASKS, live, strict=True))
-        ep_hacks = await asyncio.gather(*(_episode_hack(engine, h) for h in HACKS if "actions" in h))
+        ep_hacks = await asyncio.gather(
+            *(_episode_hack(engine, h) for h in HACKS if "actions" in h)
+        )
         for h, result in zip([h for h in HACKS if "actions" in h], ep_hacks, strict=True):
             hacks[h["id"]] = result
         return {"honest": honest, "episodes": episodes, "hacks": hacks}
@@ -75,9 +86,12 @@ def corpus() -> dict[str, Any]:
 def test_corpus_size() -> None:
     assert len(TASKS) >= 10
     assert len(HACKS) >= 20
-    kinds = {("f2p" if t["task"]["spec"].get("fail_to_pass") else "")
-             + ("setup" if t["task"]["spec"].get("setup") else "")
-             + ("io" if t["task"]["spec"].get("io") else "") for t in TASKS.values()}
+    kinds = {
+        ("f2p" if t["task"]["spec"].get("fail_to_pass") else "")
+        + ("setup" if t["task"]["spec"].get("setup") else "")
+        + ("io" if t["task"]["spec"].get("io") else "")
+        for t in TASKS.values()
+    }
     assert {"f2p", "setupio"} <= kinds | {"setupio"} and any("io" in k for k in kinds)
     for t in TASKS.values():
         WorkspaceSpec.model_validate(t["task"]["spec"])
