@@ -1,0 +1,133 @@
+"""Episode overhead per tool call: ``await ep.run(["true"])`` in a warm episode, against
+``docker exec <container> true`` (the docker SDK, one exec per call into one running container,
+the usual way agent harnesses run a tool call) measured in the same run.
+
+Modes (``--calls N`` each, sequential, after ``--warmup`` calls):
+
+  sandbox/local    the same call on a bare sandbox session (what the episode layer adds)
+  episode/local    Engine(sandbox="local").episode(...).run(["true"])   (bubblewrap runner)
+  episode/docker   Engine(sandbox="docker").episode(...).run(["true"])  (warm container pool)
+  docker exec      container.exec_run(["true"]) into a running container of the same image
+
+Prints one JSON line per mode (median, p90, mean in ms) and a summary line; ``--markdown``
+also prints the table for docs/benchmarks.
+
+    python benchmarks/episodes.py --calls 200 --markdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+from verifiers import Engine, EngineSettings
+
+TASK = {
+    "id": "bench",
+    "task": {
+        "verifier": "code.workspace",
+        "spec": {"files": {"a.py": "x = 1\n"}, "io": [{"name": "x", "argv": ["true"], "stdout": ""}]},
+    },
+}
+
+
+def stats(mode: str, times: list[float]) -> dict[str, Any]:
+    ms = sorted(t * 1000 for t in times)
+    return {
+        "mode": mode,
+        "calls": len(ms),
+        "median_ms": round(statistics.median(ms), 3),
+        "p90_ms": round(ms[int(len(ms) * 0.9) - 1], 3),
+        "mean_ms": round(statistics.fmean(ms), 3),
+    }
+
+
+async def episode_mode(backend: str, calls: int, warmup: int) -> dict[str, Any]:
+    async with Engine(EngineSettings(sandbox=backend)) as engine:
+        async with engine.episode(TASK, max_turns=calls + warmup + 5, max_commands=calls + warmup + 5) as ep:
+            if ep.lost:
+                raise SystemExit(f"{backend}: {ep.lost}")
+            for _ in range(warmup):
+                await ep.run(["true"])
+            times = []
+            for _ in range(calls):
+                started = time.perf_counter()
+                out = await ep.run(["true"])
+                times.append(time.perf_counter() - started)
+                assert out.returncode == 0, out
+    return stats(f"episode/{backend}", times)
+
+
+async def raw_mode(backend: str, calls: int, warmup: int) -> dict[str, Any]:
+    """The same call on the sandbox session directly: what the episode layer adds is the
+    difference."""
+    from verifiers.sandbox import open_provider
+
+    provider = open_provider(backend)
+    try:
+        async with provider.session("python") as sb:
+            for _ in range(warmup):
+                await sb.exec(["true"])
+            times = []
+            for _ in range(calls):
+                started = time.perf_counter()
+                out = await sb.exec(["true"])
+                times.append(time.perf_counter() - started)
+                assert out.returncode == 0
+    finally:
+        await provider.close()
+    return stats(f"sandbox/{backend} exec", times)
+
+
+def docker_exec_mode(calls: int, warmup: int) -> dict[str, Any]:
+    import docker
+
+    client = docker.from_env()
+    image = "verifiers-sandbox/python:latest"
+    container = client.containers.run(
+        image, ["sleep", "600"], detach=True, network_mode="none", labels={"verifiers-bench": "episodes"}
+    )
+    try:
+        for _ in range(warmup):
+            container.exec_run(["true"])
+        times = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            code, _ = container.exec_run(["true"])
+            times.append(time.perf_counter() - started)
+            assert code == 0
+    finally:
+        container.remove(force=True)
+    return stats("docker exec", times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--backends", default="local,docker")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    for backend in [b for b in args.backends.split(",") if b]:
+        rows.append(asyncio.run(raw_mode(backend, args.calls, args.warmup)))
+        print(json.dumps(rows[-1]), flush=True)
+        rows.append(asyncio.run(episode_mode(backend, args.calls, args.warmup)))
+        print(json.dumps(rows[-1]), flush=True)
+    rows.append(docker_exec_mode(args.calls, args.warmup))
+    print(json.dumps(rows[-1]), flush=True)
+    peer = rows[-1]["median_ms"]
+    summary = {r["mode"]: round(peer / r["median_ms"], 2) for r in rows[:-1]}
+    print(json.dumps({"summary": "docker exec median / episode median", **summary}))
+    if args.markdown:
+        print("| mode | median ms | p90 ms | mean ms |\n|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['mode']} | {r['median_ms']} | {r['p90_ms']} | {r['mean_ms']} |")
+
+
+if __name__ == "__main__":
+    main()
