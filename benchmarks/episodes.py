@@ -30,7 +30,10 @@ TASK = {
     "id": "bench",
     "task": {
         "verifier": "code.workspace",
-        "spec": {"files": {"a.py": "x = 1\n"}, "io": [{"name": "x", "argv": ["true"], "stdout": ""}]},
+        "spec": {
+            "files": {"a.py": "x = 1\n"},
+            "io": [{"name": "x", "argv": ["true"], "stdout": ""}],
+        },
     },
 }
 
@@ -48,7 +51,9 @@ def stats(mode: str, times: list[float]) -> dict[str, Any]:
 
 async def episode_mode(backend: str, calls: int, warmup: int) -> dict[str, Any]:
     async with Engine(EngineSettings(sandbox=backend)) as engine:
-        async with engine.episode(TASK, max_turns=calls + warmup + 5, max_commands=calls + warmup + 5) as ep:
+        async with engine.episode(
+            TASK, max_turns=calls + warmup + 5, max_commands=calls + warmup + 5
+        ) as ep:
             if ep.lost:
                 raise SystemExit(f"{backend}: {ep.lost}")
             for _ in range(warmup):
@@ -89,7 +94,11 @@ def docker_exec_mode(calls: int, warmup: int) -> dict[str, Any]:
     client = docker.from_env()
     image = "verifiers-sandbox/python:latest"
     container = client.containers.run(
-        image, ["sleep", "600"], detach=True, network_mode="none", labels={"verifiers-bench": "episodes"}
+        image,
+        ["sleep", "600"],
+        detach=True,
+        network_mode="none",
+        labels={"verifiers-bench": "episodes"},
     )
     try:
         for _ in range(warmup):
