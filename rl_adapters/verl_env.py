@@ -1,0 +1,220 @@
+"""veRL 0.9 tools over one episode per *request* (``verl.tools.base_tool.BaseTool``).
+
+veRL's ``ToolAgentLoop`` calls ``create`` / ``execute`` / ``release`` around *every single*
+tool call (a fresh instance id each time), so nothing about the rollout can live on the
+instance: the episode is keyed by the request (``agent_data.request_id``, passed to
+``execute``) and shared by the five tools of one rollout. Configure them in veRL's tool config
+(``actor_rollout_ref.rollout.multi_turn.tool_config_path``)::
+
+    tools:
+      - class_name: verifiers.rl_adapters.verl_env.WorkspaceTool
+        config: {type: native, action: run_command}
+      - class_name: verifiers.rl_adapters.verl_env.WorkspaceTool
+        config: {type: native, action: write_file}
+      # ... read_file, list_files, submit
+
+Each row's ``tools_kwargs`` gives every tool ``{"create_kwargs": {"task": {...}, "episode":
+{...}}}`` (the task as a dict or JSON string). ``submit``'s step reward is the attempt's
+reward (0.0 while it cannot be judged: veRL sums step rewards as plain floats, so abstains
+must go through the final result instead). The final :class:`~verifiers.Result` of a request
+is kept in :func:`episode_result` for the reward manager; an episode nobody submitted is judged
+and closed by :func:`finish_request`, and one left idle past ``idle_s`` is closed
+(judged) at the next ``create``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, ClassVar
+
+from verifiers.engine import Engine, EngineSettings
+from verifiers.episode import Episode, ToolRefused
+from verifiers.errors import BadInput
+from verifiers.types import Result
+
+try:
+    from verl.tools.base_tool import BaseTool as _Base
+    from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+except ImportError as exc:  # pragma: no cover - only without veRL
+    raise ImportError(
+        f"verifiers.rl_adapters.verl_env needs veRL 0.9 (pip install verifiers[verl]): {exc}"
+    ) from None
+
+__all__ = ["WorkspaceTool", "episode_result", "finish_request"]
+
+_OUTPUT_CHARS = 4000
+
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    "run_command": {
+        "description": "Run a shell command in the workspace root; returns exit code, stdout, stderr.",
+        "properties": {"command": {"type": "string", "description": "The command line."}},
+        "required": ["command"],
+    },
+    "write_file": {
+        "description": "Create or overwrite a text file in the workspace.",
+        "properties": {
+            "path": {"type": "string", "description": "Path relative to the workspace root."},
+            "content": {"type": "string", "description": "The complete new text."},
+        },
+        "required": ["path", "content"],
+    },
+    "read_file": {
+        "description": "Read a text file of the workspace.",
+        "properties": {"path": {"type": "string", "description": "Path relative to the root."}},
+        "required": ["path"],
+    },
+    "list_files": {"description": "List the workspace's files.", "properties": {}, "required": []},
+    "submit": {
+        "description": "Submit your work to be graded; returns the grade and feedback.",
+        "properties": {"answer": {"type": "string", "description": "The answer (answer tasks)."}},
+        "required": [],
+    },
+}
+
+
+class _Requests:
+    """Episodes by request id, on one event loop (veRL's agent loop worker)."""
+
+    engines: ClassVar[dict[int, Engine]] = {}
+    episodes: ClassVar[dict[str, tuple[Episode, float]]] = {}
+    results: ClassVar[dict[str, Result]] = {}
+    lock: ClassVar[asyncio.Lock | None] = None
+
+
+def _engine(settings: EngineSettings | None) -> Engine:
+    key = id(asyncio.get_running_loop())
+    engine = _Requests.engines.get(key)
+    if engine is None:
+        engine = Engine(settings or EngineSettings.from_env())
+        _Requests.engines[key] = engine
+    return engine
+
+
+def episode_result(request_id: str) -> Result | None:
+    """The final result of a request's episode, once it finished (then forgotten: pop)."""
+    return _Requests.results.pop(request_id, None)
+
+
+async def finish_request(request_id: str) -> Result | None:
+    """Judge and close a request's episode (the final tree of a workspace task)."""
+    held = _Requests.episodes.pop(request_id, None)
+    if held is None:
+        return _Requests.results.get(request_id)
+    result = await held[0].finish()
+    _Requests.results[request_id] = result
+    return result
+
+
+class WorkspaceTool(_Base):  # type: ignore[misc,valid-type]
+    """One action (``config["action"]``) on the request's episode (module docstring)."""
+
+    engine_settings: ClassVar[EngineSettings | None] = None
+    idle_s: ClassVar[float] = 1800.0
+
+    def __init__(
+        self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema | None = None
+    ) -> None:
+        action = str(config.get("action", ""))
+        if action not in _SCHEMAS:
+            raise ValueError(
+                f"WorkspaceTool config 'action' must be one of {sorted(_SCHEMAS)}, got {action!r}"
+            )
+        self.action = action
+        self._created: dict[str, dict[str, Any]] = {}
+        if tool_schema is None:
+            spec = _SCHEMAS[action]
+            tool_schema = OpenAIFunctionToolSchema.model_validate(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": action,
+                        "description": spec["description"],
+                        "parameters": {
+                            "type": "object",
+                            "properties": spec["properties"],
+                            "required": spec["required"],
+                        },
+                    },
+                }
+            )
+        super().__init__(config, tool_schema)
+
+    async def create(
+        self, instance_id: str | None = None, **kwargs: Any
+    ) -> tuple[str, ToolResponse]:
+        """Remember this call's ``create_kwargs`` (the task); close idle episodes."""
+        from uuid import uuid4
+
+        instance = instance_id or str(uuid4())
+        self._created[instance] = dict(kwargs.get("create_kwargs") or {})
+        now = time.monotonic()
+        for request_id, (_, last) in list(_Requests.episodes.items()):
+            if now - last > self.idle_s:
+                await finish_request(request_id)
+        return instance, ToolResponse()
+
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+    ) -> tuple[ToolResponse, float, dict[str, Any]]:
+        """Run the action on the episode of ``kwargs["agent_data"].request_id``."""
+        agent_data = kwargs.get("agent_data")
+        request_id = str(getattr(agent_data, "request_id", "") or instance_id)
+        episode = await self._episode(request_id, self._created.get(instance_id, {}))
+        if isinstance(episode, str):
+            return ToolResponse(text=episode), 0.0, {}
+        reward = 0.0
+        try:
+            text, reward = await self._act(episode, parameters)
+        except ToolRefused as exc:
+            text = str(exc)
+        if episode.done:
+            await finish_request(request_id)
+        else:
+            _Requests.episodes[request_id] = (episode, time.monotonic())
+        return ToolResponse(text=text), reward, {"action": self.action}
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """Forget this call's instance (the episode lives on with its request)."""
+        self._created.pop(instance_id, None)
+
+    async def _episode(self, request_id: str, create: dict[str, Any]) -> Episode | str:
+        held = _Requests.episodes.get(request_id)
+        if held is not None:
+            return held[0]
+        task = create.get("task")
+        try:
+            task = json.loads(task) if isinstance(task, str) else task
+            if not isinstance(task, dict):
+                return "this rollout has no task (tools_kwargs create_kwargs.task)"
+            item: dict[str, Any] = {"id": request_id, "task": task, "completion": ""}
+            episode_settings = create.get("episode")
+            if isinstance(episode_settings, str):
+                episode_settings = json.loads(episode_settings)
+            if isinstance(episode_settings, dict):
+                item["episode"] = episode_settings
+            episode = _engine(self.engine_settings).episode(item)
+        except (BadInput, ValueError) as exc:
+            return f"bad task: {exc}"
+        await episode.start()
+        _Requests.episodes[request_id] = (episode, time.monotonic())
+        return episode
+
+    async def _act(self, episode: Episode, parameters: dict[str, Any]) -> tuple[str, float]:
+        if self.action == "run_command":
+            out = await episode.run(str(parameters.get("command", "")))
+            text = f"exit code: {out.returncode}\nstdout:\n{out.text()[-_OUTPUT_CHARS:]}\nstderr:\n{out.text('stderr')[-_OUTPUT_CHARS:]}"
+            return text, 0.0
+        if self.action == "write_file":
+            await episode.write_file(
+                str(parameters.get("path", "")), str(parameters.get("content", ""))
+            )
+            return "ok", 0.0
+        if self.action == "read_file":
+            return await episode.read_file(str(parameters.get("path", ""))), 0.0
+        if self.action == "list_files":
+            return "\n".join(await episode.list_files()), 0.0
+        answer = parameters.get("answer")
+        step = await episode.submit(str(answer) if answer else None)
+        return step.feedback, float(step.reward or 0.0)
