@@ -1,0 +1,116 @@
+"""Host-side pieces of code.workspace without a sandbox: diff application, file maps, tar
+snapshots, strict comparisons, expected test ids."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import pytest
+from verifiers.domains.workspace import apply_diff, parse_changes, static_test_ids
+from verifiers.domains.workspace._strict import HELPER_SOURCE, harden_test_source
+from verifiers.domains.workspace._tree import parse_tar
+
+from verifiers.errors import InvalidOutput
+
+TREE = {"a.py": "one\ntwo\nthree\n", "b.py": "x\n"}
+
+
+def test_diff_applies_with_offset_creates_and_deletes() -> None:
+    diff = (
+        "--- a/a.py\n+++ b/a.py\n@@ -5,2 +5,2 @@\n two\n-three\n+THREE\n"
+        "--- /dev/null\n+++ b/new/c.py\n@@ -0,0 +1,2 @@\n+c1\n+c2\n"
+        "--- a/b.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    )
+    assert apply_diff(diff, TREE) == {
+        "a.py": "one\ntwo\nTHREE\n",
+        "new/c.py": "c1\nc2\n",
+        "b.py": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("diff", "message"),
+    [
+        ("--- a/a.py\n+++ b/a.py\n@@ -1,1 +1,1 @@\n-nope\n+yes\n", "does not apply"),
+        ("--- a/zz.py\n+++ b/zz.py\n@@ -1 +1 @@\n-a\n+b\n", "does not exist"),
+        ("--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n", "leaves the workspace"),
+        ("--- /dev/null\n+++ b/a.py\n@@ -0,0 +1 @@\n+dup\n", "already exists"),
+        ("--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n one\n", "truncated"),
+        (
+            "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc\n",
+            "symlink",
+        ),
+    ],
+)
+def test_bad_diffs_are_the_models_fail(diff: str, message: str) -> None:
+    with pytest.raises(InvalidOutput, match=message):
+        apply_diff(diff, TREE)
+
+
+def test_file_maps() -> None:
+    assert parse_changes('{"files": {"a.py": "new", "b.py": null}}', TREE) == (
+        {"a.py": "new", "b.py": None},
+        "files",
+    )
+    for bad in (
+        '{"/abs": "x"}',
+        '{"a/../../x": "x"}',
+        '{".verifiers/x": "x"}',
+        '{"a": 3}',
+        "[1]",
+        "{nope",
+    ):
+        with pytest.raises(InvalidOutput):
+            parse_changes(bad, TREE)
+    with pytest.raises(InvalidOutput, match="neither a unified diff"):
+        parse_changes("all tests pass, trust me", TREE)
+
+
+def test_tar_snapshot_keeps_regular_text_files_only() -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in (
+            ("./ok.py", b"x = 1\n"),
+            ("./.tmp/scratch", b"s"),
+            ("./bin.dat", b"\xff\xfe"),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("./tests/test_x.py")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "../ok.py"
+        tar.addfile(link)
+    files, dropped = parse_tar(buf.getvalue())
+    assert files == {"ok.py": "x = 1\n"}
+    assert any("tests/test_x.py" in d for d in dropped) and any("bin.dat" in d for d in dropped)
+
+
+def test_strict_comparisons_reject_lookalikes() -> None:
+    namespace: dict[str, object] = {}
+    exec(compile(HELPER_SOURCE, "strict", "exec"), namespace)  # trusted helper source
+    strict_eq = namespace["strict_eq"]
+
+    class Yes(int):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = int.__hash__
+
+    assert strict_eq(5, 5) and strict_eq(5.0, 5) and strict_eq([1, (2, "a")], [1, (2, "a")])  # type: ignore[operator]
+    assert not strict_eq(Yes(4), 5) and not strict_eq(True, 1) and not strict_eq([Yes(1)], [1])  # type: ignore[operator]
+    hardened = harden_test_source(
+        "def test_x():\n    assert f(1) == 5\n    assert g() != 'a'\n    assert h() == k()\n"
+    )
+    assert "__verifiers_strict_eq__(f(1), 5)" in hardened
+    assert "not __verifiers_strict_eq__(g(), 'a')" in hardened
+    assert "h() == k()" in hardened
+
+
+def test_static_test_ids() -> None:
+    source = "def test_a():\n    pass\n\nclass TestB:\n    def test_c(self):\n        pass\n\ndef helper():\n    pass\n"
+    assert static_test_ids({"t/test_x.py": source, "t/data.txt": "x"}) == [
+        "t/test_x.py::test_a",
+        "t/test_x.py::TestB::test_c",
+    ]
