@@ -53,6 +53,7 @@ from verifiers.types import Result
 
 from ._extra import parse_components
 from ._machine_limit import MachineSlots
+from ._ors_hook import mount_ors
 from ._scorer import resolve_machine_slots, score_with_slots
 from .openrlhf import DEFAULT_EOS_TOKENS, OpenRLHFRequest, OpenRLHFResponse, OpenRLHFScoring
 
@@ -451,6 +452,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     app.add_middleware(RequestMetrics, requests=requests_total, seconds=request_seconds)
     app.state.verifiers = state
+    mount_ors(app)  # the Open Reward Standard routes at /ors when VERIFIERS_ORS_TASKS is set
     return app
 
 

@@ -1,0 +1,18 @@
+"""Mounts the Open Reward Standard routes into ``verifiers serve`` when asked to (kept apart
+from :mod:`verifiers.rl_adapters.ors` so the server imports without the ``ors`` extra)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+__all__ = ["mount_ors"]
+
+
+def mount_ors(app: Any) -> None:
+    """Mount ``/ors`` when ``VERIFIERS_ORS_TASKS`` names a JSONL of task rows; else nothing."""
+    if not os.environ.get("VERIFIERS_ORS_TASKS"):
+        return
+    from .ors import mount
+
+    mount(app)
