@@ -10,7 +10,7 @@ __all__ = ["mount_ors"]
 
 
 def mount_ors(app: Any) -> None:
-    """Mount ``/ors`` when ``VERIFIERS_ORS_TASKS`` names a JSONL of task rows; else nothing."""
+    """Mount the ORS routes (behind the server's own) when ``VERIFIERS_ORS_TASKS`` names a JSONL of task rows; else nothing."""
     if not os.environ.get("VERIFIERS_ORS_TASKS"):
         return
     from .ors import mount

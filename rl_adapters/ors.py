@@ -8,7 +8,7 @@ SSE, resumable calls), this module defines an ``openreward.environments.Environm
 tools drive one :class:`~verifiers.Episode` per session and serves it with ``openreward``'s own
 ``Server``, so the routes are the standard's by construction::
 
-    verifiers serve ...                         # with VERIFIERS_ORS_TASKS=tasks.jsonl
+    VERIFIERS_ORS_TASKS=tasks.jsonl verifiers serve ...   # ORS routes beside /v1/*
     # or stand-alone:
     from verifiers.rl_adapters.ors import build_app
     app = build_app({"train": rows})            # rows: task rows as in datasets/workspace
@@ -207,13 +207,14 @@ def build_app(splits: dict[str, list[dict[str, Any]]], engine: EngineSettings | 
 
 
 def mount(app: Any) -> None:
-    """Mount the ORS routes at ``/ors``, serving the JSONL of task rows that
-    ``VERIFIERS_ORS_TASKS`` names as split ``train`` (``verifiers serve`` calls this when it is
-    set). Point ORS clients at ``http://host:port/ors``."""
+    """Mount the ORS routes at the server's root, behind every route ``verifiers serve``
+    already has (the ``openreward`` client addresses them from the host root, so they cannot
+    live under a prefix), serving the JSONL of task rows that ``VERIFIERS_ORS_TASKS`` names as
+    split ``train``. Point ORS clients at ``http://host:port/``."""
     path = os.environ["VERIFIERS_ORS_TASKS"]
     rows = [
         json.loads(line)
         for line in Path(path).read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
-    app.mount("/ors", build_app({"train": rows}))
+    app.mount("/", build_app({"train": rows}))

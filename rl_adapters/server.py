@@ -452,7 +452,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     app.add_middleware(RequestMetrics, requests=requests_total, seconds=request_seconds)
     app.state.verifiers = state
-    mount_ors(app)  # the Open Reward Standard routes at /ors when VERIFIERS_ORS_TASKS is set
+    mount_ors(app)  # the Open Reward Standard routes when VERIFIERS_ORS_TASKS is set
     return app
 
 

@@ -38,7 +38,7 @@ def test_ors_client_pass_partial_abstain() -> None:
     thread.start()
     while not server.started:
         time.sleep(0.05)
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}/"
 
     async def main() -> dict[str, Any]:
         from openreward import AsyncOpenReward
@@ -79,6 +79,11 @@ def test_ors_client_pass_partial_abstain() -> None:
                             os.killpg(worker.process.pid, signal.SIGKILL)
             await asyncio.sleep(0.2)
             out["dead"] = await session.call_tool("submit", {})
+        import httpx
+
+        async with httpx.AsyncClient() as http:  # the server's own routes still answer
+            out["health"] = (await http.get(url + "health")).status_code
+        await client.environments.aclose()
         return out
 
     try:
@@ -89,3 +94,4 @@ def test_ors_client_pass_partial_abstain() -> None:
     assert out["pass"].reward == 1.0 and out["pass"].finished
     assert out["partial"].reward == pytest.approx(2 / 3) and not out["partial"].finished
     assert out["dead"].reward is None and out["dead"].finished
+    assert out["health"] == 200
