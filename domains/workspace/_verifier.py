@@ -210,7 +210,7 @@ class Workspace(Verifier[WorkspaceSpec]):
         ) as sb:
             deadline = time.monotonic() + spec.timeout_s
             await prepare(sb, spec, timeout=spec.timeout_s)
-            writes = {p: v for p, v in changes.items() if v is not None}
+            writes: dict[str, bytes | str] = {p: v for p, v in changes.items() if v is not None}
             deletes = [p for p, v in changes.items() if v is None]
             if writes:
                 await sb.write_files(writes)
