@@ -107,7 +107,9 @@ async def snapshot(sandbox: Sandbox) -> tuple[dict[str, str], list[str]]:
         InfraError: ``tar`` did not run (the runtime lacks it).
     """
     res = await sandbox.exec(
-        ["tar", "-cf", "-", "--format=gnu", "."],
+        # --ignore-failed-read: a file or directory the agent made unreadable is left out
+        # (its doing: that file is not submitted), never a failed snapshot (an abstain).
+        ["tar", "-cf", "-", "--format=gnu", "--ignore-failed-read", "."],
         timeout=60,
         limits=None,
     )
