@@ -69,7 +69,18 @@ def check_path(path: str, *, where: str = "path") -> str:
     return "/".join(parts)
 
 
+def _check_shape(changes: Mapping[str, str | None]) -> None:
+    """Refuse a change set that writes a file at a path another of its files needs as a
+    directory (``a`` and ``a/b``)."""
+    written = [p for p, v in changes.items() if v is not None]
+    dirs = {"/".join(p.split("/")[:i]) for p in written for i in range(1, p.count("/") + 1)}
+    clash = sorted(p for p in written if p in dirs)
+    if clash:
+        raise InvalidOutput(f"{clash[0]!r} is written both as a file and as a directory")
+
+
 def _check_size(changes: Mapping[str, str | None]) -> None:
+    _check_shape(changes)
     if len(changes) > MAX_FILES:
         raise InvalidOutput(f"the change set touches {len(changes)} files (at most {MAX_FILES})")
     total = sum(len(v.encode("utf-8", "surrogatepass")) for v in changes.values() if v)

@@ -23,6 +23,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -214,10 +215,14 @@ class Workspace(Verifier[WorkspaceSpec]):
             await prepare(sb, spec, timeout=spec.timeout_s)
             writes: dict[str, bytes | str] = {p: v for p, v in changes.items() if v is not None}
             deletes = [p for p, v in changes.items() if v is None]
+            # A written file replaces whatever is at its path or at a parent's path (a file
+            # where the agent now has a directory, a directory where it now has a file);
+            # otherwise the runner's write fails and the agent's 0 would become an abstain.
+            clear = sorted({*deletes, *writes, *_parents(writes)})
+            for start in range(0, len(clear), 200):
+                await sb.exec(["rm", "-rf", "--", *clear[start : start + 200]], timeout=30)
             if writes:
                 await sb.write_files(writes)
-            for start in range(0, len(deletes), 200):
-                await sb.exec(["rm", "-f", "--", *deletes[start : start + 200]], timeout=30)
             for check in spec.io:
                 left = max(0.5, deadline - time.monotonic())
                 res = await sb.exec(list(check.argv), stdin=check.stdin.encode(), timeout=left)
@@ -294,6 +299,10 @@ def _verdict(stdout: bytes, nonce: str) -> dict[str, Any] | None:
                 return None
             return data if isinstance(data, dict) else None
     return None
+
+
+def _parents(paths: Iterable[str]) -> set[str]:
+    return {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
 
 
 def _drop_collisions(changes: Changes, hidden: set[str]) -> tuple[Changes, list[str]]:
