@@ -252,12 +252,16 @@ class Workspace(Verifier[WorkspaceSpec]):
                     stdin=json.dumps(job).encode(),
                     timeout=left + _STARTUP_S / 2,
                 )
-                verdict = _verdict(res.stdout, nonce)
+                ready, verdict = _verdict(res.stdout, nonce)
+                if not ready:
+                    # Nothing of the agent runs before the ready line, so without it the runner
+                    # itself did not start (no python3, a broken runtime): not the model's doing.
+                    # After it, any exit code (os._exit(127) included) is the project's.
+                    raise InfraError(
+                        f"the workspace test runner did not start (exit {res.returncode}): "
+                        f"{res.text('stderr')[-300:]}"
+                    )
                 if verdict is None:
-                    if res.returncode in (126, 127) or "No such file" in res.text("stderr")[:500]:
-                        raise InfraError(
-                            f"the workspace test runner did not start: {res.text('stderr')[-300:]}"
-                        )
                     why = "timed out" if res.timed_out else f"was killed (exit {res.returncode})"
                     notes.append(f"the hidden test run {why} before it reported; no test counts")
                     verdict = {"results": {}}
@@ -289,16 +293,25 @@ def _io_why(returncode: int, timed_out: bool, stderr: str) -> str:
     return "wrong output"
 
 
-def _verdict(stdout: bytes, nonce: str) -> dict[str, Any] | None:
+def _verdict(stdout: bytes, nonce: str) -> tuple[bool, dict[str, Any] | None]:
+    """Whether the runner said it was ready, and its verdict (the last nonce line after it)."""
     prefix = (nonce + " ").encode()
+    ready = False
+    verdict: dict[str, Any] | None = None
     for line in stdout.splitlines():
-        if line.startswith(prefix):
-            try:
-                data = json.loads(line[len(prefix) :])
-            except ValueError:
-                return None
-            return data if isinstance(data, dict) else None
-    return None
+        if not line.startswith(prefix):
+            continue
+        try:
+            data = json.loads(line[len(prefix) :])
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        if data.get("ready") is True and not ready:
+            ready = True
+        elif ready:
+            verdict = data
+    return ready, verdict
 
 
 def _parents(paths: Iterable[str]) -> set[str]:
