@@ -114,8 +114,9 @@ async def snapshot(sandbox: Sandbox) -> tuple[dict[str, str], list[str]]:
         timeout=60,
         limits=None,
     )
-    if res.truncated:
-        raise InvalidOutput("the workspace tree is too large to submit (more than the output cap)")
+    if res.truncated or res.timed_out:
+        # Only the agent's tree can make our own tar big or slow (nothing of the agent runs now).
+        raise InvalidOutput("the workspace tree is too large to submit (too many or too big files)")
     if res.returncode not in (0, 1):  # 1: a file changed while being read
         raise InfraError(f"could not read the workspace tree: {res.text('stderr')[-300:]}")
     try:
