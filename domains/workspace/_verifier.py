@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from verifiers.domains.code import compare_output
-from verifiers.sandbox import Sandbox
+from verifiers.sandbox import Limits, Sandbox
 
 from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, InfraError, InvalidOutput
@@ -112,7 +112,7 @@ async def snapshot(sandbox: Sandbox) -> tuple[dict[str, str], list[str]]:
         # (its doing: that file is not submitted), never a failed snapshot (an abstain).
         ["tar", "-cf", "-", "--format=gnu", "--ignore-failed-read", "."],
         timeout=60,
-        limits=None,
+        limits=Limits(timeout_s=60, memory_mb=256, output_bytes=_SNAPSHOT_BYTES),
     )
     if res.truncated or res.timed_out:
         # Only the agent's tree can make our own tar big or slow (nothing of the agent runs now).

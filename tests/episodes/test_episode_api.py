@@ -246,3 +246,16 @@ def test_settings_are_typed() -> None:
     assert EpisodeSettings().feedback == "public"
     with pytest.raises(ValueError):
         EpisodeSettings(reward="sometimes")
+
+
+def test_a_large_honest_tree_is_submitted_whole() -> None:
+    """The snapshot is not cut at the session's 1 MiB output cap (a 3 MiB data file)."""
+
+    async def body(engine: Engine) -> Any:
+        async with engine.episode(row("bugfix-calc")) as ep:
+            await ep.write_file("calc.py", TASKS["bugfix-calc"]["solution"]["calc.py"])
+            await ep.write_file("data.txt", "x" * (3 << 20))
+            return await ep.submit()
+
+    step = with_engine(body)
+    assert (step.status, step.reward) == ("pass", 1.0), step.feedback
