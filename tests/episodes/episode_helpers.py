@@ -22,10 +22,12 @@ def row(task_id: str, **extra: Any) -> dict[str, Any]:
 
 
 def with_engine(body: Callable[[Engine], Awaitable[T]], **settings: Any) -> T:
-    """Run ``body(engine)`` on a fresh local-sandbox engine in its own event loop."""
+    """Run ``body(engine)`` on a fresh engine (local sandbox unless ``sandbox=`` says
+    otherwise) in its own event loop."""
+    settings.setdefault("sandbox", "local")
 
     async def main() -> T:
-        async with Engine(EngineSettings(sandbox="local", **settings)) as engine:
+        async with Engine(EngineSettings(**settings)) as engine:
             return await body(engine)
 
     return asyncio.run(main())

@@ -1,0 +1,52 @@
+"""Same trajectory, same reward on Docker: a workspace episode and a few offline corpus items
+through the Docker warm pool give the verdicts the local backend gives (test_workspace_corpus)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from episode_helpers import HACKS, TASKS, row, with_engine
+
+from verifiers import Engine
+
+pytestmark = pytest.mark.docker
+
+OFFLINE = ["conftest-root", "builtins-patch", "exit-127-at-import", "file-over-dir-conflict"]
+
+
+def test_docker_backend_gives_the_same_verdicts() -> None:
+    hacks = {h["id"]: h for h in HACKS}
+
+    async def body(engine: Engine) -> Any:
+        items = [
+            row(
+                "bugfix-diff-offline",
+                id="honest",
+                completion=TASKS["bugfix-diff-offline"]["solution"],
+            )
+        ]
+        items += [
+            row(hacks[h]["task_id"], id=h, completion=hacks[h]["completion"]) for h in OFFLINE
+        ]
+        offline = await engine.score(items)
+        async with engine.episode(row("bugfix-calc")) as ep:
+            await ep.write_file("calc.py", "def add(a, b):\n    return a + b\n")  # breaks mul
+            first = await ep.submit()
+            await ep.write_file("calc.py", TASKS["bugfix-calc"]["solution"]["calc.py"])
+            second = await ep.submit()
+            final = await ep.finish()
+        return offline, first, second, final
+
+    offline, first, second, final = with_engine(body, sandbox="docker")
+    assert (offline[0].status, offline[0].reward) == ("pass", 1.0)
+    for result in offline[1:]:
+        assert (result.status, result.reward) == ("fail", 0.0), (
+            result.id,
+            result.error,
+            result.feedback,
+        )
+    assert first.reward == 0.0 and first.components["pass_to_pass"] == 0.0
+    assert second.reward == 1.0 and final.reward == 1.0
+    assert json.loads(json.dumps(final.details["episode"]["attempts"])) == [0.0, 1.0]
