@@ -18,6 +18,7 @@ __all__ = [
     "answer_phrase",
     "answer_tag",
     "boxed_all",
+    "boxed_spans",
     "extract_answer",
     "last_line",
     "strip_thinking",
@@ -79,7 +80,17 @@ def boxed_all(text: str) -> list[str]:
     out of tokens) yields what follows it, and ends the scan: every later box is inside it.
     One pass over the text (``"\\boxed{" * n`` and ``"\\boxed x " * n`` are linear).
     """
-    found: list[str] = []
+    return [content for _, _, content in boxed_spans(text)]
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, content)`` of every top-level box, in order (see :func:`boxed_all`).
+
+    ``start`` is the backslash of ``\\boxed``; ``end`` the closing brace (or the end of the
+    one-token content, or ``len(text)`` for an unclosed box). A box inside a box is part of
+    the outer one's content. Linear: each character is visited once.
+    """
+    found: list[tuple[int, int, str]] = []
     pos = 0
     size = len(text)
     while True:
@@ -99,14 +110,14 @@ def boxed_all(text: str) -> list[str]:
                     if depth == 0:
                         end = brace.start()
                         break
-            found.append(text[start + 1 : end])
+            found.append((match.start(), end, text[start + 1 : end]))
             if end >= size:
                 return found
             pos = end + 1
         else:
             token = _BOX_TOKEN.match(text, start)
             if token is not None:
-                found.append(token.group(0))
+                found.append((match.start(), token.end(), token.group(0)))
             pos = start + 1
 
 
@@ -146,6 +157,15 @@ def answer_tag(text: str) -> str | None:
 
 _OPEN_TAG = re.compile(r"<answer>", re.I)
 _CLOSE_TAG = re.compile(r"</answer>", re.I)
+
+
+def _answer_phrase_at(text: str, after: int) -> str | None:
+    """:func:`answer_phrase` read from the last "final answer" after position ``after``
+    (only that phrase: "let me check my answer: 3 gives 9" after a box is not a final one)."""
+    at = text.lower().rfind("final answer", after)
+    if at < 0:
+        return None
+    return answer_phrase(text[at:])
 
 
 def answer_phrase(text: str) -> str | None:
@@ -217,6 +237,20 @@ def _trim_sentence(value: str) -> str:
     return value
 
 
+_CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end|start_header_id|user)\|>")
+"""A chat template's special token written out as text ("... is 2/3. <|im_start|>user"):
+the model's turn ended there, and what follows is a turn it made up, not its answer."""
+
+
+def end_of_turn(text: str) -> str:
+    """``text`` up to the first chat-template special token (all of it when there is none)."""
+    match = _CHAT_TOKEN.search(text)
+    return text if match is None else text[: match.start()]
+
+
+_VALUE_HINT = re.compile(r"[\d$\\]")
+
+
 def extract_answer(text: str, how: Extract, *, thinking: bool = True) -> tuple[str | None, str]:
     """The answer in ``text`` and where it was found.
 
@@ -231,6 +265,7 @@ def extract_answer(text: str, how: Extract, *, thinking: bool = True) -> tuple[s
     """
     if thinking:
         text = strip_thinking(text)
+    text = end_of_turn(text)
     if how == "full":
         stripped = text.strip()
         return (stripped or None), "full"
@@ -245,8 +280,14 @@ def extract_answer(text: str, how: Extract, *, thinking: bool = True) -> tuple[s
                 boxed = boxed_all(found)
                 found = boxed[-1] if boxed else found
         elif place == "boxed":
-            boxes = boxed_all(text)
-            found = boxes[-1].strip() if boxes else None
+            spans = boxed_spans(text)
+            found = spans[-1][2].strip() if spans else None
+            if spans and how == "auto":
+                # "\\boxed{255} ... Final Answer: The final answer is $10,455$.": a final
+                # answer phrase after the last box, with a value in it, is the later word.
+                phrase = _answer_phrase_at(text, spans[-1][1])
+                if phrase is not None and _VALUE_HINT.search(phrase):
+                    return phrase, "answer_phrase"
         elif place == "answer_phrase":
             found = answer_phrase(text)
             if found is not None:
