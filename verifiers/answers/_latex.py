@@ -72,11 +72,14 @@ FUNCTIONS: dict[str, int] = {
     "ceil": 1,
     "matrix": 30,
     "mrow": 30,
+    "det": 1,
+    "summation": 4,
+    "product": 4,
 }
 """Functions an answer may call, with their arity limit (``matrix``/``mrow`` are what
 ``\\begin{pmatrix}`` rows become)."""
 
-MIN_ARGS: dict[str, int] = {"binomial": 2}
+MIN_ARGS: dict[str, int] = {"binomial": 2, "summation": 4, "product": 4}
 """Functions that need more than one argument (``binomial(7)`` is the model's error)."""
 
 PCT = "\ue000"
@@ -84,7 +87,10 @@ PCT = "\ue000"
 TEXT_OPEN, TEXT_CLOSE = "\ue001", "\ue002"
 """Bracket the content of ``\\text{...}`` until the structure is known."""
 
-CONSTANTS = ("pi", "oo", "infty", "infinity", "inf")
+CONSTANTS = ("pi", "oo", "infty", "infinity", "inf", "dots")
+"""``dots`` is what ``\\dots``/``\\ldots``/``\\cdots``/``...`` in a list or sequence become: one
+opaque element (``1, 2, \\ldots, n`` equals ``1, 2, \\dots, n`` and nothing with other
+elements); it is never a product of letters."""
 GREEK = (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu "
     "xi omicron rho sigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi "
@@ -124,6 +130,7 @@ _DROP = {
     "]",
     "ldotp",
 }
+_DOTS = {"dots", "ldots", "cdots", "dotsc", "dotsb", "dotsm", "vdots", "ddots", "hdots"}
 _SIMPLE = {
     "cdot": "*",
     "times": "*",
@@ -189,7 +196,17 @@ _FUNCTION_COMMANDS = {
 }
 _WRAPPER_COMMANDS = {"mathbf", "mathit", "operatorname", "boldsymbol", "mathsf", "bm"}
 _TEXT_COMMANDS = {"text", "textbf", "textit", "mbox", "textrm", "hbox", "textnormal", "textsf"}
-_MATRIX_ENVS = {"pmatrix", "bmatrix", "Bmatrix", "matrix", "smallmatrix", "array"}
+_MATRIX_ENVS = {
+    "pmatrix",
+    "bmatrix",
+    "Bmatrix",
+    "matrix",
+    "smallmatrix",
+    "array",
+    "vmatrix",
+}
+"""``vmatrix`` is a determinant (``|a b; c d|``): it reads as ``det(...)`` of the matrix."""
+_BIG_OPERATORS = {"sum": "summation", "prod": "product"}
 _SPACING_PREFIXES = ("qquad", "quad")
 _GEOMETRY_MARKS = {"angle", "measuredangle", "triangle", "overline", "overarc", "widehat"}
 """``\\angle ABC``, ``\\overline{AB}``: names of geometric objects; the mark is dropped and
@@ -248,6 +265,11 @@ def _check_depth(text: str) -> None:
                 raise MathParseError(f"brackets nested deeper than {MAX_DEPTH}")
         elif char in ")}]":
             depth -= 1
+
+
+_SUBSCRIPT_OPS = str.maketrans({"+": "P", "-": "M", "*": "T"})
+"""How an expression subscript (``F_{n-k-1}``) becomes one name (``F_Xn M k M 1`` without the
+spaces): an opaque symbol, equal only to the same subscript written the same way."""
 
 
 class _Latex:
@@ -327,7 +349,11 @@ class _Latex:
             elif char == "_":
                 sub = self.argument().replace(" ", "").strip("()")
                 if not re.fullmatch(r"[A-Za-z0-9]{1,8}", sub):
-                    raise self.error("subscript must be letters or digits")
+                    # "F_{n-k-1}": an index written as an expression names one symbol.
+                    encoded = sub.translate(_SUBSCRIPT_OPS)
+                    if not re.fullmatch(r"[A-Za-z0-9]{1,16}", encoded):
+                        raise self.error("subscript must be letters, digits, + or -")
+                    sub = "X" + encoded
                 out.append("_" + sub)
             else:
                 out.append(char)
@@ -362,7 +388,54 @@ class _Latex:
             if any(not cell for cell in cells):
                 raise self.error("empty matrix cell")
             out.append("mrow(" + ",".join(f"({cell})" for cell in cells) + ")")
+        if env == "vmatrix":
+            return " det(matrix(" + ",".join(out) + ")) "
         return " matrix(" + ",".join(out) + ") "
+
+    def big_operator(self, name: str) -> str:
+        """``\\sum_{k=1}^{n} body``: the body runs to the next ``+``/``-``/``=``/``,``/relation
+        outside brackets (``\\sum_{k=1}^{n} k + 1`` is the sum plus one)."""
+        self.skip_space()
+        if not self.text.startswith("_", self.pos):
+            raise self.error(f"\\{name} needs limits: \\{name}_{{k=1}}^{{n}}")
+        self.pos += 1
+        lower = self.argument()
+        bound = re.fullmatch(r"\s*\(?\s*([A-Za-z])\s*=\s*(.+?)\s*\)?\s*", lower)
+        if bound is None:
+            raise self.error(f"\\{name} limits must read k=a")
+        self.skip_space()
+        if not self.text.startswith("^", self.pos):
+            raise self.error(f"\\{name} needs an upper limit")
+        self.pos += 1
+        upper = self.argument()
+        start = self.pos
+        depth = 0
+        end = start
+        while end < len(self.text):
+            char = self.text[end]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif char == "\\":
+                if depth == 0 and re.match(
+                    r"\\(?:le|ge|leq|geq|neq|ne|lt|gt|sum|prod)\b", self.text[end:]
+                ):
+                    break
+                end += 2
+                continue
+            elif depth == 0 and char in "+-=,<>≤≥≠;" and end > start:
+                if self.text[start:end].strip():
+                    break
+            end += 1
+        body = _Latex(self.text[start:end]).until(None)
+        self.pos = end
+        if not body.strip():
+            raise self.error(f"\\{name} without a body")
+        func = _BIG_OPERATORS[name]
+        return f" {func}(({body}),{bound.group(1)},({bound.group(2)}),({upper})) "
 
     def convert_command(self, name: str) -> str:
         if name in _DROP:
@@ -400,6 +473,10 @@ class _Latex:
             raise self.error(f"unsupported set \\mathbb{{{inner}}}")
         if name == "begin":
             return self.environment()
+        if name in _BIG_OPERATORS:
+            return self.big_operator(name)
+        if name in _DOTS:
+            return " dots "
         if name in _FUNCTION_COMMANDS:
             return f" {name} "
         if name == "log" and self.text.startswith("_", self.pos):
@@ -429,11 +506,17 @@ _KNOWN_COMMANDS = (
     | _FRACS
     | set(GREEK)
     | _GEOMETRY_MARKS
+    | _DOTS
+    | set(_BIG_OPERATORS)
     | {"sqrt", "binom", "dbinom", "tbinom", "mathrm", "mathbb", "begin", "end"}
 )
 
 # MATH-style thousands separators: "16,\!386.20", "11,\! 111,\! 100", "14{,}912", "1\,000".
-_THOUSANDS_SEP = re.compile(r"(?<=\d)(?:,\\!\s*|\{,\}|\\,)(?=\d{3}(?!\d))")
+_THOUSANDS_SEP = re.compile(r"(?<=\d)\s?(?:,\\!\s*|\{\s*,\s*\}|\\,)(?=\d{3}(?!\d))")
+# "3{,}5": LaTeX's decimal comma (a thousands "{,}" has three digits after it, see above).
+_DECIMAL_BRACE_COMMA = re.compile(r"(?<=\d)\{\s*,\s*\}(?=\d)")
+# "1, 2, ..., n" (and "…", which NFKC makes "..."): the ellipsis element.
+_PLAIN_DOTS = re.compile(r"(?<!\.)\.\.\.(?!\.)")
 _PERCENT_WORD = re.compile(
     r"\\text\s*\{\s*(?:percentage|percent|pct)\s*\}|(?<![A-Za-z\\])(?:percentage|percent|pct)"
     r"(?![A-Za-z])"
@@ -502,7 +585,9 @@ def latex_to_plain(text: str) -> str:
     text = _REPEATING.sub(_repeating, text)
     text = _MIXED.sub(r"(\1+\\frac{\2}{\3})", text)
     text = _INVERSE_TRIG.sub(r"\\arc\1", text)
+    text = _DECIMAL_BRACE_COMMA.sub(".", text)
     text = text.replace("{,}", ",")
+    text = _PLAIN_DOTS.sub(" dots ", text)
     text = _PERCENT_WORD.sub("%", text)
     text = text.replace("\\%", PCT).replace("%", PCT)
     text = text.replace("!=", " ≠ ").replace(">=", " ≥ ").replace("<=", " ≤ ")
@@ -576,7 +661,7 @@ def _wrapped(text: str, left: str, right: str) -> bool:
     return True
 
 
-_THOUSANDS = re.compile(r"^\s*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
+_THOUSANDS = re.compile(r"^\s*-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*$")
 _TEXT_SEGMENT = re.compile(f"{TEXT_OPEN}([^{TEXT_OPEN}{TEXT_CLOSE}]*){TEXT_CLOSE}")
 _TEXT_POWER = re.compile(
     f"{TEXT_OPEN}([^{TEXT_OPEN}{TEXT_CLOSE}]*){TEXT_CLOSE}(?:\\s*\\*\\*\\s*\\(\\s*\\d\\s*\\))?"
@@ -815,6 +900,10 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
         raise MathParseError("empty expression")
     if _wrapped(text, "{", "}"):
         inner = text[1:-1].strip()
+        builder = _SET_BUILDER.match(inner)
+        if builder is not None:
+            # "{x | x > 2}", "{x : 1 < x ≤ 3}": the set is its condition on x.
+            return _single(builder.group(1), units)
         return Piece(
             "set",
             [_expr_or_structure(p, units) for p in _split_top(inner, ",;") if p.strip()]
@@ -842,6 +931,9 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
         plus = text.replace("±", "+", 1).replace("∓", "-", 1)
         minus = text.replace("±", "-", 1).replace("∓", "+", 1)
         return Piece("set", [_expr_or_structure(plus, units), _expr_or_structure(minus, units)])
+    if _CLOCK.match(text):
+        # "12:00", "3:00": a time of day compares as written, not as a ratio over zero.
+        return Piece("text", text=text.replace(" ", ""))
     ratio = _split_top(text, ":")
     if len(ratio) > 2:
         # "3:4:5" is a ratio of three parts, compared part by part.
@@ -871,6 +963,10 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
             raise MathParseError(f"numeral with more than {MAX_DIGITS} digits")
         return Piece("expr", text=str(value), base=radix)
     return Piece("expr", text=text, percent=percent)
+
+
+_SET_BUILDER = re.compile(r"^[A-Za-z]\s*[|:]\s*(?=\S)(.*[A-Za-z].*)$")
+_CLOCK = re.compile(r"^\s*\d{1,2}\s*:\s*0{2}\s*$")
 
 
 def _balanced(text: str) -> bool:

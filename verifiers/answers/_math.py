@@ -85,6 +85,28 @@ class MathSpec(AnswerSpec):
 
 
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
+_DECIMAL_COMMA = re.compile(r"^\s*(\$?)\s*(-?\d{1,15}),(\d{1,15})\s*\1\s*$")
+
+
+def decimal_comma(text: str) -> str | None:
+    """The European decimal reading of a bare ``1,5`` / ``0,111`` / ``-2,75``, or None.
+
+    A comma between digits is a list separator or a thousands separator in MATH-style data;
+    it is a decimal comma only where that is unambiguous: the whole answer is one number with
+    one comma, no space after it, and not three digits after it (``1,000`` is a thousand)
+    unless the whole part is 0 (``0,111``). A zero fraction (``2,0``) stays a list: as a
+    decimal it would add nothing, as two values it is a hedge. The caller uses this reading
+    only against a single-value reference (``1,5`` still answers the list ``1, 5``)."""
+    match = _DECIMAL_COMMA.match(text)
+    if match is None:
+        return None
+    whole, frac = match.group(2), match.group(3)
+    if frac.strip("0") == "" or (len(frac) == 3 and whole.lstrip("-") != "0"):
+        return None
+    return f"{whole}.{frac}"
+
+
+_LIST_KINDS = ("list", "tuple", "set")
 
 
 def _tolerance(payload: dict[str, Any]) -> Any:
@@ -158,9 +180,21 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
     # else (an AssertionError, a bug) escapes and the item is an error, never a silent 0.
     sympy_refusals = (*_SYMPY_REFUSALS, SympifyError, BasePolynomialError)
     reasons: list[str] = []
+    got_decimal = decimal_comma(str(payload["candidate"]))
     for reference, want in parsed_refs:
+        # One reading per side, chosen by the other side's shape (see decimal_comma).
+        ref_decimal = decimal_comma(reference)
         try:
-            ok, why = equal_pieces(got, want, tol)
+            if got[0] in _LIST_KINDS and want[0] == "expr" and got_decimal is not None:
+                got_read = parse_answer(got_decimal, units=units, boxes=False)
+            else:
+                got_read = got
+            if want[0] in _LIST_KINDS and got_read[0] == "expr" and ref_decimal is not None:
+                want = _parse_reference(ref_decimal)
+        except MathParseError:
+            got_read = got
+        try:
+            ok, why = equal_pieces(got_read, want, tol)
         except sympy_refusals as exc:
             ok, why = False, f"could not compare ({type(exc).__name__})"
         if ok:
@@ -248,6 +282,14 @@ class MathAnswer(Verifier[MathSpec]):
             region = completion_text(trajectory)
             region = strip_thinking(region) if spec.strip_thinking else region
         details: dict[str, Any] = {"answer": answer[:200], "source": source}
+        fallbacks = last_math_segment(answer, region)
+        if len(answer) > spec.max_answer_chars and source in ("last_line", "answer_phrase"):
+            # A one-paragraph solution without a box: its last line is the whole text, and
+            # the answer is the formula or number its last sentence gives.
+            short = [f for f in fallbacks if len(f) <= spec.max_answer_chars]
+            if short:
+                answer, fallbacks = short[0], short[1:]
+                details["answer"] = answer[:200]
         if len(answer) > spec.max_answer_chars:
             return Result.failed(
                 f"answer is {len(answer)} characters long (limit {spec.max_answer_chars}); "
@@ -274,7 +316,7 @@ class MathAnswer(Verifier[MathSpec]):
             "named_equations": spec.named_equations,
             "sets_match_tuples": spec.sets_match_tuples,
             "inequality_for_interval": spec.inequality_for_interval,
-            "fallbacks": last_math_segment(answer, region),
+            "fallbacks": fallbacks,
         }
         out, limit = await _compare(ctx, payload, spec.timeout_s)
         if out is None:

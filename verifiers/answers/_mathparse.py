@@ -43,6 +43,8 @@ MAX_SYMBOLIC_EXPONENT = 200
 MAX_POWER_DIGITS = 5_000
 """Largest estimated number of digits of an integer power."""
 MAX_FACTORIAL = 1_000
+MAX_BIG_OPERATOR_TERMS = 1_000
+"""Most terms of a ``\\sum``/``\\prod`` with numeric limits that is evaluated term by term."""
 """Largest integer argument of factorial and binomial."""
 
 Parsed = tuple[str, Any]
@@ -159,6 +161,12 @@ class _Builder:
                 return sympy.ImmutableMatrix([list(row) for row in args])
             if any(isinstance(arg, _Row) for arg in args):
                 raise MathParseError("a matrix row outside a matrix")
+            if name == "det":
+                if not _is_matrix(args[0]) or args[0].shape[0] != args[0].shape[1]:
+                    raise MathParseError("a determinant needs a square matrix")
+                return args[0].det()
+            if name in ("summation", "product"):
+                return _big_operator(name, args)
             if name in ("factorial", "binomial"):
                 for arg in args:
                     if _is_matrix(arg):
@@ -169,6 +177,26 @@ class _Builder:
                         )
             return _fn(name)(*args)
         raise MathParseError(f"unsupported syntax: {type(node).__name__}")
+
+
+def _big_operator(name: str, args: list[Any]) -> Any:
+    """``\\sum``/``\\prod`` over ``var`` from ``lo`` to ``hi``: evaluated when the limits are
+    integers at most :data:`MAX_BIG_OPERATOR_TERMS` apart or sympy finds a closed form
+    (``\\sum_{k=1}^{n} k``); otherwise kept unevaluated and compared by structure."""
+    body, var, lo, hi = args
+    if not isinstance(var, sympy.Symbol) or any(_is_matrix(a) for a in args):
+        raise MathParseError(f"bad {name} limits")
+    cls = sympy.Sum if name == "summation" else sympy.Product
+    value = cls(body, (var, lo, hi))
+    if lo.is_number and hi.is_number:
+        if not (lo.is_Integer and hi.is_Integer):
+            raise MathParseError(f"{name} limits must be integers")
+        if int(hi) - int(lo) > MAX_BIG_OPERATOR_TERMS:
+            return value
+        return value.doit()
+    if name == "summation" and body.is_polynomial(var) and sympy.degree(body, var) <= 6:
+        return sympy.expand(value.doit())
+    return value
 
 
 class _Row(list[Any]):
@@ -393,6 +421,10 @@ def equal_exprs(a: Any, b: Any, tol: Tolerance, decimal: bool = False) -> tuple[
             if not equal_exprs(x, y, tol, decimal)[0]:
                 return False, "matrix entries differ"
         return True, "matrix"
+    if a.has(sympy.Sum, sympy.Product) or b.has(sympy.Sum, sympy.Product):
+        # An unevaluated sum (symbolic limits, opaque terms such as F_{n-k-1}): sampling
+        # cannot substitute into its limits, so only the same sum written alike is equal.
+        return bool(sympy.expand(a - b) == 0), "structural"
     if a.has(*_INFINITE) or b.has(*_INFINITE):
         # Only a plain infinity equals an infinity; simplify() on oo - f(x) can run forever.
         return (a in _INFINITE and a == b), "structural"
