@@ -16,7 +16,8 @@ imported or executed), with the expected verdict and the options the test passes
 ``allow_set_relation_comp``). A pair is kept only when the installed Math-Verify, run with the
 same options, gives the expected verdict (so the suite is what Math-Verify itself agrees
 with). The options map to ``answer.math`` spec fields: ``precision`` to ``decimal_places``,
-``allow_set_relation_comp`` to ``inequality_for_interval``; ``strict=False`` pairs (a renamed
+``allow_set_relation_comp`` to ``inequality_for_interval`` (and a ``precision`` other than 6 sets
+``decimal_rel_tol`` to ``10**(1 - precision)``); ``strict=False`` pairs (a renamed
 variable that Math-Verify then accepts) are reported apart, as the project never equates
 renamed unknowns.
 
@@ -134,6 +135,10 @@ def math_verify_verdict(pair: dict[str, Any]) -> int:
 
 def trajectory(pair: dict[str, Any], index: int) -> dict[str, Any]:
     spec: dict[str, Any] = {"decimal_places": pair["precision"]}
+    if pair["precision"] != 6:
+        # Math-Verify rounds to `precision` places; answer.math also bounds the relative
+        # error of a decimal (decimal_rel_tol, 1e-6 for six places): one place looser.
+        spec["decimal_rel_tol"] = 10.0 ** (1 - pair["precision"])
     if pair.get("allow_set_relation_comp"):
         spec["inequality_for_interval"] = True
     return {

@@ -11,63 +11,35 @@ real worker processes.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from corpus_lines import check, direct, lines, params, through_engine
 
 import verifiers
-from verifiers import Result, Trajectory, VerifierContext, VerifierError, get_verifier
 
-REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO / "datasets" / "answers" / "math_classes.jsonl"
-LINES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
-
-
-def _direct(line: dict[str, Any]) -> Result:
-    trajectory = Trajectory.model_validate(line)
-    verifier = get_verifier(trajectory.task.verifier or "")()
-    ctx = VerifierContext(deadline=time.monotonic() + 60, base_dir=REPO)
-    try:
-        spec = verifier.Spec.model_validate(trajectory.task.spec or {})
-        return asyncio.run(verifier.verify(trajectory, spec, ctx))
-    except ValidationError as exc:
-        return Result.errored("bad_input", str(exc))
-    except VerifierError as exc:
-        return Result.errored(exc.kind, str(exc))  # type: ignore[arg-type]
-
-
-def _check(result: Result, expect: dict[str, Any], where: str) -> None:
-    assert result.status == expect["status"], f"{where}: {result!r}"
-    if expect["reward"] is None:
-        assert result.reward is None, where
-    else:
-        assert result.reward == pytest.approx(expect["reward"]), f"{where}: {result!r}"
-    if "feedback_contains" in expect:
-        assert expect["feedback_contains"] in result.feedback, f"{where}: {result.feedback!r}"
+CORPORA = ("math_classes", "math_wrong")
 
 
 def test_corpus_shape() -> None:
-    ids = [line["id"] for line in LINES]
+    corpus = lines("math_classes")
+    ids = [line["id"] for line in corpus]
     assert len(ids) >= 150 and len(ids) == len(set(ids))
-    verdicts = [line["metadata"]["expect"]["status"] for line in LINES]
+    verdicts = [line["metadata"]["expect"]["status"] for line in corpus]
     assert verdicts.count("fail") >= 60 and verdicts.count("pass") >= 60
+    wrong = lines("math_wrong")
+    assert len(wrong) >= 60 and {line["metadata"]["expect"]["status"] for line in wrong} == {"fail"}
 
 
-@pytest.mark.parametrize("line", LINES, ids=[line["id"] for line in LINES])
-def test_line(line: dict[str, Any]) -> None:
-    _check(_direct(line), line["metadata"]["expect"], line["id"])
+@pytest.mark.parametrize(("corpus", "line"), params(*CORPORA))
+def test_line(corpus: str, line: dict[str, Any]) -> None:
+    check(direct(line), line["metadata"]["expect"], f"{corpus}:{line['id']}")
 
 
-def test_corpus_through_engine() -> None:
-    results = verifiers.score(LINES, base_dir=REPO, timeout_s=60, workers=2)
-    assert [r.id for r in results] == [line["id"] for line in LINES]
-    for line, result in zip(LINES, results, strict=True):
-        _check(result, line["metadata"]["expect"], f"{line['id']} (engine)")
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_corpus_through_engine(corpus: str) -> None:
+    through_engine(corpus)
 
 
 # -- bounds on the new paths ---------------------------------------------------------------

@@ -205,9 +205,14 @@ def answer_phrase(text: str) -> str | None:
     return _trim_sentence(best[1])
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def last_line(text: str) -> str | None:
-    """The last non-blank line."""
-    for line in reversed(text.splitlines()):
+    """The last non-blank line. Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` only: a form feed or
+    another control character inside an answer (``"\\f"`` from an unescaped ``\\frac``) is no
+    line break to a reader, though ``str.splitlines`` treats it as one."""
+    for line in reversed(_LINE_BREAK.split(text)):
         if line.strip():
             return line.strip()
     return None
@@ -234,6 +239,11 @@ def _trim_sentence(value: str) -> str:
     value = re.sub(r"^(?:\*\*|__)(.*?)(?:\*\*|__)(?=$|[\s.,;:!])", r"\1", value)
     value = value.strip().rstrip(".;:!。").strip()
     value = value.strip("*_").strip()
+    for quote in ('\\"', '"', "“"):
+        # 'The final answer is "$12$ and $13$".': quotes around the answer are not in it.
+        close = "”" if quote == "“" else quote
+        if value.startswith(quote) and value.endswith(close) and len(value) > 2 * len(quote):
+            value = value[len(quote) : len(value) - len(close)].strip()
     return value
 
 

@@ -75,11 +75,12 @@ FUNCTIONS: dict[str, int] = {
     "det": 1,
     "summation": 4,
     "product": 4,
+    "integral": 4,
 }
 """Functions an answer may call, with their arity limit (``matrix``/``mrow`` are what
 ``\\begin{pmatrix}`` rows become)."""
 
-MIN_ARGS: dict[str, int] = {"binomial": 2, "summation": 4, "product": 4}
+MIN_ARGS: dict[str, int] = {"binomial": 2, "summation": 4, "product": 4, "integral": 4}
 """Functions that need more than one argument (``binomial(7)`` is the model's error)."""
 
 PCT = "\ue000"
@@ -87,7 +88,7 @@ PCT = "\ue000"
 TEXT_OPEN, TEXT_CLOSE = "\ue001", "\ue002"
 """Bracket the content of ``\\text{...}`` until the structure is known."""
 
-CONSTANTS = ("pi", "oo", "infty", "infinity", "inf", "dots")
+CONSTANTS = ("pi", "oo", "infty", "infinity", "inf", "dots", "idx")
 """``dots`` is what ``\\dots``/``\\ldots``/``\\cdots``/``...`` in a list or sequence become: one
 opaque element (``1, 2, \\ldots, n`` equals ``1, 2, \\dots, n`` and nothing with other
 elements); it is never a product of letters."""
@@ -174,6 +175,9 @@ _SIMPLE = {
     "degree": "",
     "%": PCT,
     "$": "",
+    "euro": "",
+    "pounds": "",
+    "yen": "",
     "emptyset": " ∅ ",
     "varnothing": " ∅ ",
     "ln": " ln ",
@@ -206,7 +210,35 @@ _MATRIX_ENVS = {
     "vmatrix",
 }
 """``vmatrix`` is a determinant (``|a b; c d|``): it reads as ``det(...)`` of the matrix."""
-_BIG_OPERATORS = {"sum": "summation", "prod": "product"}
+_BIG_OPERATORS = {"sum": "summation", "prod": "product", "int": "integral"}
+_RELATION_COMMAND = re.compile(r"\\(?:le|ge|leq|geq|neq|ne|lt|gt|leqslant|geqslant)(?![A-Za-z])")
+_DIFFERENTIAL = re.compile(
+    r"(?<![A-Za-z\\])(?:\\mathrm\s*\{\s*d\s*\}|\\operatorname\s*\{\s*d\s*\}|d)\s*([A-Za-z])(?![A-Za-z])"
+)
+"""The ``dx`` (``\\,dx``, ``\\mathrm{d}x``) that closes an integral's body."""
+_LETTER_RUN = re.compile(r"[A-Za-z]+(?:_[A-Za-z0-9]+)?")
+
+
+def _rename_index(body: str, letter: str) -> str:
+    """The bound index ``letter`` of a sum, product or integral as the reserved name ``idx``
+    in converted ``body`` (letter runs are split as the tokenizer splits them)."""
+
+    def one(match: re.Match[str]) -> str:
+        run = match.group(0)
+        head, _, sub = run.partition("_")
+        parts = _split_letters(head, strict=False) if head else []
+        parts = ["idx" if part == letter else part for part in parts]
+        if sub:
+            if sub == letter:
+                sub = "idx"
+            elif sub.startswith("X"):  # an expression subscript (F_{n-k-1})
+                sub = "X" + sub[1:].replace(letter, "idx")
+            parts[-1] = parts[-1] + "_" + sub
+        return " " + " ".join(parts) + " "
+
+    return _LETTER_RUN.sub(one, body)
+
+
 _SPACING_PREFIXES = ("qquad", "quad")
 _GEOMETRY_MARKS = {"angle", "measuredangle", "triangle", "overline", "overarc", "widehat"}
 """``\\angle ABC``, ``\\overline{AB}``: names of geometric objects; the mark is dropped and
@@ -252,6 +284,9 @@ _UNICODE = str.maketrans(
         "≥": " ≥ ",
         "√": " sqrt ",
         "°": "",
+        "€": " ",
+        "£": " ",
+        "¥": " ",
     }
 )
 
@@ -393,9 +428,14 @@ class _Latex:
         return " matrix(" + ",".join(out) + ") "
 
     def big_operator(self, name: str) -> str:
-        """``\\sum_{k=1}^{n} body``: the body runs to the next ``+``/``-``/``=``/``,``/relation
-        outside brackets (``\\sum_{k=1}^{n} k + 1`` is the sum plus one)."""
+        """``\\sum_{k=1}^{n} body`` / ``\\prod``: the body runs to the next ``+``/``-``/``=``/
+        ``,``/relation outside brackets (``\\sum_{k=1}^{n} k + 1`` is the sum plus one).
+        ``\\int_a^b body\\,dx``: a definite integral, the body runs to its ``dx``. The index
+        becomes the reserved name ``idx`` in the body (so ``\\sum_i i^2`` is no sum of
+        ``(sqrt(-1))^2``), subscripts included (``F_{n-k}``)."""
         self.skip_space()
+        if name == "int":
+            return self.integral()
         if not self.text.startswith("_", self.pos):
             raise self.error(f"\\{name} needs limits: \\{name}_{{k=1}}^{{n}}")
         self.pos += 1
@@ -420,9 +460,7 @@ class _Latex:
                     break
                 depth -= 1
             elif char == "\\":
-                if depth == 0 and re.match(
-                    r"\\(?:le|ge|leq|geq|neq|ne|lt|gt|sum|prod)\b", self.text[end:]
-                ):
+                if depth == 0 and _RELATION_COMMAND.match(self.text, end):
                     break
                 end += 2
                 continue
@@ -435,7 +473,27 @@ class _Latex:
         if not body.strip():
             raise self.error(f"\\{name} without a body")
         func = _BIG_OPERATORS[name]
-        return f" {func}(({body}),{bound.group(1)},({bound.group(2)}),({upper})) "
+        body = _rename_index(body, bound.group(1))
+        return f" {func}(({body}),idx,({bound.group(2)}),({upper})) "
+
+    def integral(self) -> str:
+        limits: list[str] = []
+        for mark in ("_", "^"):
+            self.skip_space()
+            if self.text.startswith(mark, self.pos):
+                self.pos += 1
+                limits.append(self.argument())
+        if len(limits) != 2:
+            raise self.error("only definite integrals \\int_a^b f(x)\\,dx are understood")
+        differential = _DIFFERENTIAL.search(self.text, self.pos)
+        if differential is None:
+            raise self.error("an integral needs its dx")
+        body = _Latex(self.text[self.pos : differential.start()]).until(None)
+        self.pos = differential.end()
+        if not body.strip():
+            raise self.error("\\int without a body")
+        body = _rename_index(body, differential.group(1))
+        return f" integral(({body}),idx,({limits[0]}),({limits[1]})) "
 
     def convert_command(self, name: str) -> str:
         if name in _DROP:

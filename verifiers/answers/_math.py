@@ -107,6 +107,27 @@ def decimal_comma(text: str) -> str | None:
 
 
 _LIST_KINDS = ("list", "tuple", "set")
+_ATTACHED_UNIT = re.compile(
+    r"^(.*\d)\s*(?:m|cm|mm|km|kg|g|mg|s|ms|h|min|L|mL|ml|ft|in|yd|mi|lb|oz)"
+    r"(?:\^\s*\{?\s*[23]\s*\}?|[²³])?\s*\.?\s*$",
+    re.S,
+)
+
+
+def attached_unit(text: str) -> str | None:
+    """``1,000.99m²``, ``12cm``, ``3.5kg``: the value without a unit written against it.
+
+    A unit after a space is dropped by the parser (``units: ignore``); one written against
+    the number reads as a product with a variable (``5m`` is 5 times m), so this reading is
+    used only against a reference without symbols, where a product with ``m`` could never
+    be meant. None when the text ends in no such unit."""
+    match = _ATTACHED_UNIT.match(text[-200:])
+    return None if match is None else match.group(1)
+
+
+def _symbol_free(parsed: Any) -> bool:
+    value = parsed[1].value
+    return bool(getattr(value, "free_symbols", {1})) is False
 
 
 def _tolerance(payload: dict[str, Any]) -> Any:
@@ -127,10 +148,33 @@ def _tolerance(payload: dict[str, Any]) -> Any:
 @functools.lru_cache(maxsize=4096)
 def _parse_reference(reference: str) -> Any:
     """References repeat across a GRPO group: each is parsed once per worker (the parse is
-    a pure function of the text; the comparison never mutates it)."""
+    a pure function of the text; the comparison never mutates it).
+
+    References are task data, so two readings apply to them that are never tried on a
+    model's answer: a reference that is a whole worked solution ("... Final Answer: The
+    final answer is $28\\%$. I hope it is correct.") stands for the answer it states, and a
+    chain of equations whose middle does not parse (``1 = \\zzz = x = 0``) for its last
+    side."""
+    from ._latex import MathParseError
     from ._mathparse import parse_answer
 
-    return parse_answer(reference, units=True)
+    try:
+        return parse_answer(reference, units=True)
+    except MathParseError as exc:
+        failure = exc
+    tries: list[str] = []
+    stated = answer_phrase(reference) if len(reference) > 80 else None
+    if stated:
+        tries += [stated, *last_math_segment(stated, stated)]
+    inner = reference.strip().strip("$").strip()
+    if "=" in inner and "\\boxed" not in inner and len(inner) <= 200:
+        tries.append(inner.rsplit("=", 1)[1])
+    for text in tries:
+        try:
+            return parse_answer(text, units=True)
+        except MathParseError:
+            continue
+    raise failure
 
 
 def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
@@ -159,9 +203,18 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
             return {"bad_reference": f"reference {quote(reference)} does not parse: {exc}"}
     out: dict[str, Any] = {"equal": False, "reason": "", "method": "", "matched": None}
     got = None
+    prose = None
+    got_text = prose_text = str(payload["candidate"])
     for index, text in enumerate([str(payload["candidate"]), *payload.get("fallbacks", [])]):
         try:
-            got = parse_answer(text, units=units, boxes=False)
+            got, got_text = parse_answer(text, units=units, boxes=False), text
+            if got[0] == "text" and index + 1 < 1 + len(payload.get("fallbacks", [])):
+                # A sentence read as words ("The maximum number ... is 19"): the value it
+                # states (a fallback) is the answer; the words are the last resort.
+                if prose is None:
+                    prose, prose_text = got, text
+                got = None
+                continue
             break
         except MathParseError as exc:
             if index == 0:
@@ -169,6 +222,8 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
         except _SYMPY_REFUSALS as exc:  # belt and braces: the parser should have said why
             if index == 0:
                 out["reason"] = f"could not parse the answer as math ({type(exc).__name__})"
+    if got is None:
+        got, got_text = prose, prose_text
     if got is None:
         out["unparsable"] = True
         return out
@@ -180,13 +235,17 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
     # else (an AssertionError, a bug) escapes and the item is an error, never a silent 0.
     sympy_refusals = (*_SYMPY_REFUSALS, SympifyError, BasePolynomialError)
     reasons: list[str] = []
-    got_decimal = decimal_comma(str(payload["candidate"]))
+    got_decimal = decimal_comma(got_text)
+    got_bare = attached_unit(got_text) if units else None
     for reference, want in parsed_refs:
-        # One reading per side, chosen by the other side's shape (see decimal_comma).
+        # One reading per side, chosen by the other side's shape (see decimal_comma and
+        # attached_unit): never two readings of one answer against one reference.
         ref_decimal = decimal_comma(reference)
         try:
             if got[0] in _LIST_KINDS and want[0] == "expr" and got_decimal is not None:
                 got_read = parse_answer(got_decimal, units=units, boxes=False)
+            elif got_bare is not None and want[0] == "expr" and _symbol_free(want):
+                got_read = parse_answer(got_bare, units=units, boxes=False)
             else:
                 got_read = got
             if want[0] in _LIST_KINDS and got_read[0] == "expr" and ref_decimal is not None:
@@ -282,7 +341,9 @@ class MathAnswer(Verifier[MathSpec]):
             region = completion_text(trajectory)
             region = strip_thinking(region) if spec.strip_thinking else region
         details: dict[str, Any] = {"answer": answer[:200], "source": source}
-        fallbacks = last_math_segment(answer, region)
+        fallbacks = last_math_segment(
+            answer, region, sentences=source in ("last_line", "answer_phrase")
+        )
         if len(answer) > spec.max_answer_chars and source in ("last_line", "answer_phrase"):
             # A one-paragraph solution without a box: its last line is the whole text, and
             # the answer is the formula or number its last sentence gives.

@@ -65,7 +65,7 @@ _MATH_SEGMENT = re.compile(
 """A ``$...$``, ``$$...$$``, ``\\(...\\)`` or ``\\[...\\]`` formula; ``\\$`` (a dollar sign
 written in the math) is not a delimiter."""
 MAX_REGION_CHARS = 4_000
-_IS_VALUE = re.compile(r"\b(?:is|are|equals|be)\s+([^\s][^\n]{0,200}?)\s*[.!]?\s*$")
+_IS_VALUE = re.compile(r"^.*\b(?:is|are|equals|be)\s+([^\s][^\n]{0,200}?)\s*[.!]?\s*$", re.S)
 """Only the tail of a long region is searched for a formula (the search is linear anyway)."""
 
 
@@ -81,7 +81,7 @@ def _segments(text: str) -> list[tuple[int, str]]:
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[$\\])|\n+")
 _BOILERPLATE = re.compile(r"^\s*I hope (?:it|this) is correct\W*$", re.I)
 _SENTENCE_NUMBER = re.compile(
-    r"(?<![\w.,/^_{])-?\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*\\?%)?"
+    r"(?<![\w.,/^_{])-?\d+(?:,\d{3})*(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*\\?%)?"
 )
 _QUALIFIERS = re.compile(
     r"\b(?:not|no|never|n't|except|least|most|than|about|around|approximately|roughly|nearly|"
@@ -115,12 +115,15 @@ def sentence_number(text: str) -> str | None:
     return None
 
 
-def last_math_segment(answer: str, region: str) -> list[str]:
+def last_math_segment(answer: str, region: str, *, sentences: bool = False) -> list[str]:
     """The formula a reader takes as the answer of a sentence ("Therefore $x \\geq 5$ is
     the solution."): the one distinct ``$...$`` / ``$$...$$`` / ``\\(...\\)`` /
     ``\\[...\\]`` formula in ``answer``; or, when ``answer`` has none, the formula that ends
     ``region`` (the text the answer came from). Several different formulas in the answer
-    ("$5$ or maybe $6$") are a hedge: no fallback. Empty when there is nothing to try."""
+    ("$5$ or maybe $6$") are a hedge: no fallback. With ``sentences`` (an answer read from
+    prose: the last line or an answer phrase, never a box), the one number of the last
+    sentence is tried last (see :func:`sentence_number`). Empty when there is nothing to
+    try."""
     out: list[str] = []
     answer = answer[-MAX_REGION_CHARS:]
     tail = _IS_VALUE.search(answer)
@@ -132,11 +135,11 @@ def last_math_segment(answer: str, region: str) -> list[str]:
         distinct = {inner for _, inner in found}
         if len(distinct) == 1 and found[0][1] != answer.strip():
             out.append(found[0][1])
-        number = sentence_number(answer)
+        number = sentence_number(answer) if sentences else None
         if number is not None:
             out.append(number)
         return out
-    number = sentence_number(answer)
+    number = sentence_number(answer) if sentences else None
     if number is not None:
         out.append(number)
     tail_text = region[-MAX_REGION_CHARS:]

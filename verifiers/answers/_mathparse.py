@@ -165,7 +165,7 @@ class _Builder:
                 if not _is_matrix(args[0]) or args[0].shape[0] != args[0].shape[1]:
                     raise MathParseError("a determinant needs a square matrix")
                 return args[0].det()
-            if name in ("summation", "product"):
+            if name in ("summation", "product", "integral"):
                 return _big_operator(name, args)
             if name in ("factorial", "binomial"):
                 for arg in args:
@@ -179,24 +179,59 @@ class _Builder:
         raise MathParseError(f"unsupported syntax: {type(node).__name__}")
 
 
+_BOUND = "bound_index_"
+"""Prefix of the canonical names of summation indices (letters only: never a model's name,
+which the tokenizer splits into single letters)."""
+
+
 def _big_operator(name: str, args: list[Any]) -> Any:
-    """``\\sum``/``\\prod`` over ``var`` from ``lo`` to ``hi``: evaluated when the limits are
-    integers at most :data:`MAX_BIG_OPERATOR_TERMS` apart or sympy finds a closed form
-    (``\\sum_{k=1}^{n} k``); otherwise kept unevaluated and compared by structure."""
+    """``\\sum``/``\\prod``/``\\int`` over ``idx`` from ``lo`` to ``hi``.
+
+    A sum or product is evaluated when its body is a polynomial in the index (closed forms:
+    ``\\sum_{k=1}^{n} k``) or its limits are integers at most :data:`MAX_BIG_OPERATOR_TERMS`
+    apart; otherwise it stays unevaluated and compares by structure. A definite integral is
+    evaluated by sympy (in the worker, under the spec's ``timeout_s``)."""
     body, var, lo, hi = args
     if not isinstance(var, sympy.Symbol) or any(_is_matrix(a) for a in args):
         raise MathParseError(f"bad {name} limits")
+    # The index is a bound name: \\sum_{k} and \\sum_{j} of the same terms are one sum. It is
+    # renamed by nesting level (an inner sum, built first, holds the lower levels).
+    level = 1 + max(
+        (int(s.name[len(_BOUND) :]) for s in body.free_symbols if s.name.startswith(_BOUND)),
+        default=-1,
+    )
+    index = sympy.Symbol(f"{_BOUND}{level}")
+    body = body.subs(var, index)
+    if name == "integral":
+        return sympy.Integral(body, (index, lo, hi)).doit()
     cls = sympy.Sum if name == "summation" else sympy.Product
-    value = cls(body, (var, lo, hi))
+    value = cls(body, (index, lo, hi))
+    if name == "summation" and body.is_polynomial(index) and sympy.degree(body, index) <= 6:
+        return sympy.expand(value.doit())
     if lo.is_number and hi.is_number:
         if not (lo.is_Integer and hi.is_Integer):
             raise MathParseError(f"{name} limits must be integers")
-        if int(hi) - int(lo) > MAX_BIG_OPERATOR_TERMS:
-            return value
-        return value.doit()
-    if name == "summation" and body.is_polynomial(var) and sympy.degree(body, var) <= 6:
-        return sympy.expand(value.doit())
+        if int(hi) - int(lo) <= MAX_BIG_OPERATOR_TERMS:
+            return _fold(name, body, index, int(lo), int(hi))
     return value
+
+
+MAX_FOLD_BITS = 20_000
+"""Largest exact number (in bits) a sum or product of numeric terms may grow to
+(``\\prod_{k=1}^{1000} k^{1000}`` would have millions of digits)."""
+
+
+def _fold(name: str, body: Any, index: Any, lo: int, hi: int) -> Any:
+    """Term by term, with the size of the running value bounded at every step."""
+    total: Any = sympy.Integer(0 if name == "summation" else 1)
+    for k in range(lo, hi + 1):
+        term = body.subs(index, k)
+        total = total + term if name == "summation" else total * term
+        if total.is_Rational and max(abs(total.p), abs(total.q)).bit_length() > MAX_FOLD_BITS:
+            raise MathParseError(f"{name} too large to evaluate")
+        if sympy.count_ops(total) > MAX_NODES:
+            raise MathParseError(f"{name} too large to evaluate")
+    return total
 
 
 class _Row(list[Any]):
@@ -421,7 +456,9 @@ def equal_exprs(a: Any, b: Any, tol: Tolerance, decimal: bool = False) -> tuple[
             if not equal_exprs(x, y, tol, decimal)[0]:
                 return False, "matrix entries differ"
         return True, "matrix"
-    if a.has(sympy.Sum, sympy.Product) or b.has(sympy.Sum, sympy.Product):
+    if a.has(sympy.Sum, sympy.Product, sympy.Integral) or b.has(
+        sympy.Sum, sympy.Product, sympy.Integral
+    ):
         # An unevaluated sum (symbolic limits, opaque terms such as F_{n-k-1}): sampling
         # cannot substitute into its limits, so only the same sum written alike is equal.
         return bool(sympy.expand(a - b) == 0), "structural"
