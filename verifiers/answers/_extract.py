@@ -19,6 +19,7 @@ __all__ = [
     "answer_tag",
     "boxed_all",
     "boxed_spans",
+    "end_of_turn",
     "extract_answer",
     "last_line",
     "strip_thinking",

@@ -960,8 +960,9 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
         inner = text[1:-1].strip()
         builder = _SET_BUILDER.match(inner)
         if builder is not None:
-            # "{x | x > 2}", "{x : 1 < x ≤ 3}": the set is its condition on x.
-            return _single(builder.group(1), units)
+            # "{x | x > 2}", "{x : 1 < x ≤ 3}": the set of x meeting the condition (compared
+            # as the interval or union it describes, never as an inequality answer).
+            return Piece("builder", [_single(builder.group(1), units)])
         return Piece(
             "set",
             [_expr_or_structure(p, units) for p in _split_top(inner, ",;") if p.strip()]

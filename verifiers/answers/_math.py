@@ -23,7 +23,14 @@ from ..text import completion_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote, references_as_text
 from ._exact import normalize_text
-from ._extract import Extract, answer_phrase, answer_tag, extract_answer, strip_thinking
+from ._extract import (
+    Extract,
+    answer_phrase,
+    answer_tag,
+    end_of_turn,
+    extract_answer,
+    strip_thinking,
+)
 from ._latex import fold_scripts
 from ._mathboxes import boxed_group, last_math_segment
 
@@ -325,7 +332,7 @@ class MathAnswer(Verifier[MathSpec]):
         if spec.multiple_boxed == "group" and source in ("boxed", "answer_tag", "answer_phrase"):
             # extract_answer keeps the last box; the whole final group of boxes is the answer.
             text = completion_text(trajectory)
-            text = strip_thinking(text) if spec.strip_thinking else text
+            text = end_of_turn(strip_thinking(text) if spec.strip_thinking else text)
             if source == "answer_tag":
                 text = answer_tag(text) or ""
             elif source == "answer_phrase":
@@ -339,7 +346,7 @@ class MathAnswer(Verifier[MathSpec]):
         region = answer
         if source == "last_line":
             region = completion_text(trajectory)
-            region = strip_thinking(region) if spec.strip_thinking else region
+            region = end_of_turn(strip_thinking(region) if spec.strip_thinking else region)
         details: dict[str, Any] = {"answer": answer[:200], "source": source}
         fallbacks = last_math_segment(
             answer, region, sentences=source in ("last_line", "answer_phrase")

@@ -339,6 +339,14 @@ def _piece(piece: Piece) -> Parsed:
     if piece.kind == "text":
         return ("text", piece.text)
     items = [_piece(p) for p in piece.items]
+    if piece.kind == "builder":
+        (condition,) = items
+        if condition[0] != "rel":
+            return condition  # "{x | x ∈ [1, 2]}": the set named after the bar
+        as_set = _relation_set(condition[1])
+        if as_set is None:
+            raise MathParseError("a set-builder condition this parser cannot solve")
+        return as_set
     if piece.kind == "interval":
         return ("interval", (items[0], items[1], piece.closed))
     if piece.kind == "eq":
