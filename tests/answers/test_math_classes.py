@@ -58,10 +58,26 @@ HOSTILE = [
     "\\begin{pmatrix}\\begin{pmatrix}1\\end{pmatrix}\\end{pmatrix}",
     "\\ln|x",
     "10^{-20} \\approx",
+    "\\sum_{k=1}^{n}" * 150 + "k",
+    "\\sum_{k=1}^{10^{9}} \\sin(k)^{k}",
+    "\\prod_{k=1}^{1000} k^{1000}",
+    "\\sum_{k=1}^{1000} k^{k}",
+    "\\int_0^1" * 100 + " x dx",
+    "\\int_0^1 e^{x^{x}} \\, dx",
+    "\\int x dx",
+    "F_{" + "n-" * 30 + "1}",
+    "\\{x \\mid x^{200} > \\sin x\\}",
+    "\\begin{vmatrix}" + "&".join(["x"] * 30) + "\\end{vmatrix}",
+    "1,5" * 300,
+    "5m" * 300,
 ]
 
 
-@pytest.mark.parametrize("candidate", HOSTILE)
+def _short(text: str) -> str:
+    return f"{text[:24]!r}x{len(text)}"
+
+
+@pytest.mark.parametrize("candidate", HOSTILE, ids=_short)
 def test_hostile_answers_are_fast_fails(candidate: str) -> None:
     from verifiers.answers import equivalent
 
@@ -78,15 +94,25 @@ def test_hostile_answers_are_fast_fails(candidate: str) -> None:
         "\\boxed{" * 100_000,
         "\\boxed{1} and " * 100_000,
         "\\(" * 100_000,
+        "is " * 300_000,
+        "The answer is 5. " * 100_000,
+        "<|im_start|>" * 100_000,
+        "\\boxed{1} Final Answer: " * 100_000,
+        "$" * 300_000,
+        "1,000.99m" * 100_000,
     ],
+    ids=_short,
 )
 def test_box_and_formula_scans_are_linear(text: str) -> None:
     # These run inline in the event loop, before any worker: linear in the completion.
+    from verifiers.answers._extract import extract_answer
     from verifiers.answers._mathboxes import boxed_group, last_math_segment
 
     started = time.perf_counter()
     boxed_group(text)
     last_math_segment(text[:1000], text)
+    last_math_segment(text, text, sentences=True)
+    extract_answer(text, "auto")
     assert time.perf_counter() - started < 5.0
 
 
