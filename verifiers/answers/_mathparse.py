@@ -203,6 +203,12 @@ def _big_operator(name: str, args: list[Any]) -> Any:
     index = sympy.Symbol(f"{_BOUND}{level}")
     body = body.subs(var, index)
     if name == "integral":
+        # sympy's integrator has no time bound (the worker's timeout is the backstop): only
+        # small integrands without a variable exponent (x^x) are integrated.
+        if sympy.count_ops(body) > MAX_INTEGRAND_OPS or any(
+            p.exp.free_symbols and p.base.free_symbols for p in body.atoms(sympy.Pow)
+        ):
+            raise MathParseError("integral too complex to evaluate; give its value")
         return sympy.Integral(body, (index, lo, hi)).doit()
     cls = sympy.Sum if name == "summation" else sympy.Product
     value = cls(body, (index, lo, hi))
@@ -216,6 +222,8 @@ def _big_operator(name: str, args: list[Any]) -> Any:
     return value
 
 
+MAX_INTEGRAND_OPS = 30
+"""Largest integrand (sympy operation count) a definite integral is evaluated for."""
 MAX_FOLD_BITS = 20_000
 """Largest exact number (in bits) a sum or product of numeric terms may grow to
 (``\\prod_{k=1}^{1000} k^{1000}`` would have millions of digits)."""
