@@ -80,6 +80,11 @@ class MathSpec(AnswerSpec):
     sets_match_tuples: bool = True
     """A set and a tuple with the same elements match (``\\{1,2\\}`` vs ``(1,2)``), as in
     Math-Verify; off: braces and parentheses must agree."""
+    decimal_comma: bool = True
+    """A bare ``1,5`` / ``0,111`` answering (or being) a single-value reference reads as the
+    decimal ``1.5`` (European notation, as Math-Verify reads it); never with three digits
+    after the comma (``1,500`` is fifteen hundred) or a zero fraction (``2,0``). ``3{,}5`` is
+    always ``3.5``. Off: a comma between digits is a list separator or thousands separator."""
     multiple_boxed: Literal["group", "last"] = "group"
     """``group``: the boxes that close the answer together are one answer in parts
     (``\\boxed{2} and \\boxed{3}`` is the list ``2, 3``; a hedge therefore fails a single
@@ -242,12 +247,13 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
     # else (an AssertionError, a bug) escapes and the item is an error, never a silent 0.
     sympy_refusals = (*_SYMPY_REFUSALS, SympifyError, BasePolynomialError)
     reasons: list[str] = []
-    got_decimal = decimal_comma(got_text)
+    commas = bool(payload.get("decimal_comma", True))
+    got_decimal = decimal_comma(got_text) if commas else None
     got_bare = attached_unit(got_text) if units else None
     for reference, want in parsed_refs:
         # One reading per side, chosen by the other side's shape (see decimal_comma and
         # attached_unit): never two readings of one answer against one reference.
-        ref_decimal = decimal_comma(reference)
+        ref_decimal = decimal_comma(reference) if commas else None
         try:
             if got[0] in _LIST_KINDS and want[0] == "expr" and got_decimal is not None:
                 got_read = parse_answer(got_decimal, units=units, boxes=False)
@@ -384,6 +390,7 @@ class MathAnswer(Verifier[MathSpec]):
             "named_equations": spec.named_equations,
             "sets_match_tuples": spec.sets_match_tuples,
             "inequality_for_interval": spec.inequality_for_interval,
+            "decimal_comma": spec.decimal_comma,
             "fallbacks": fallbacks,
         }
         out, limit = await _compare(ctx, payload, spec.timeout_s)
