@@ -112,7 +112,9 @@ def test_box_and_formula_scans_are_linear(text: str) -> None:
     boxed_group(text)
     last_math_segment(text[:1000], text)
     last_math_segment(text, text, sentences=True)
-    extract_answer(text, "auto")
+    assert time.perf_counter() - started < 5.0
+    started = time.perf_counter()
+    extract_answer(text, "auto")  # one more full scan of the boxes: its own budget
     assert time.perf_counter() - started < 5.0
 
 

@@ -253,10 +253,20 @@ _CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end|start_head
 the model's turn ended there, and what follows is a turn it made up, not its answer."""
 
 
+_TURN_HEADER = re.compile(
+    r"\s*(?:<\|(?:im_start|start_header_id)\|>\s*assistant\s*(?:<\|end_header_id\|>)?\s*)+"
+)
+"""A template header that opens the model's own turn ("<|im_start|>assistant"): kept out of
+the cut, so an honest completion that repeats its header is read in full."""
+
+
 def end_of_turn(text: str) -> str:
-    """``text`` up to the first chat-template special token (all of it when there is none)."""
-    match = _CHAT_TOKEN.search(text)
-    return text if match is None else text[: match.start()]
+    """``text`` up to the first chat-template special token (all of it when there is none);
+    a header opening the assistant's own turn at the start is skipped first."""
+    header = _TURN_HEADER.match(text)
+    start = header.end() if header is not None and header.end() > 0 else 0
+    match = _CHAT_TOKEN.search(text, start)
+    return text[start:] if match is None else text[start : match.start()]
 
 
 _VALUE_HINT = re.compile(r"[\d$\\]")

@@ -120,21 +120,21 @@ def decimal_comma(text: str) -> str | None:
 
 _LIST_KINDS = ("list", "tuple", "set")
 _ATTACHED_UNIT = re.compile(
-    r"^(.*\d)\s*(?:m|cm|mm|km|kg|g|mg|s|ms|h|min|L|mL|ml|ft|in|yd|mi|lb|oz)"
-    r"(?:\^\s*\{?\s*[23]\s*\}?|[²³])?\s*\.?\s*$",
-    re.S,
+    r"^\s*(\$?)\s*(-?\d[\d,]*(?:\.\d+)?)\s*(?:m|cm|mm|km|kg|g|mg|s|ms|h|min|L|mL|ml|ft|in|yd|mi|lb|oz)"
+    r"(?:\^\s*\{?\s*[23]\s*\}?|[²³])?\s*\1\s*\.?\s*$"
 )
 
 
 def attached_unit(text: str) -> str | None:
-    """``1,000.99m²``, ``12cm``, ``3.5kg``: the value without a unit written against it.
+    """``1,000.99m²``, ``12cm``, ``3.5kg``: the number without a unit written against it
+    (a bare number only: ``25 - 5m`` is an expression in m).
 
     A unit after a space is dropped by the parser (``units: ignore``); one written against
     the number reads as a product with a variable (``5m`` is 5 times m), so this reading is
     used only against a reference without symbols, where a product with ``m`` could never
     be meant. None when the text ends in no such unit."""
     match = _ATTACHED_UNIT.match(text[-200:])
-    return None if match is None else match.group(1)
+    return None if match is None else match.group(2)
 
 
 def _symbol_free(parsed: Any) -> bool:

@@ -84,12 +84,42 @@ _SENTENCE_NUMBER = re.compile(
     r"(?<![\w.,/^_{])-?\d+(?:,\d{3})*(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*\\?%)?"
 )
 _QUALIFIERS = re.compile(
-    r"\b(?:not|no|never|n't|except|least|most|than|about|around|approximately|roughly|nearly|"
-    r"almost|between|or|either|maybe|perhaps|possibly|if|unless|over|under|up to|neq|ne)\b|[≠<>≤≥≈~]",
+    r"\b(?:not|no|never|except|least|most|than|about|around|approximately|roughly|nearly|"
+    r"almost|between|or|either|neither|nor|maybe|perhaps|possibly|probably|if|unless|instead|"
+    r"over|under|up to|wrong|incorrect|false|impossible|cannot|none|nothing|neq|ne)\b"
+    r"|n't\b|[≠<>≤≥≈~?]",
     re.I,
 )
+"""Words (and signs) that make a sentence's number something other than the answer: a
+negation, a bound, an approximation, an alternative, a condition, a doubt."""
 MAX_SENTENCE_CHARS = 300
 """A sentence longer than this is not searched for its one number."""
+
+
+def _last_sentence(text: str) -> str:
+    sentences = [p for p in _SENTENCE_SPLIT.split(text[-MAX_REGION_CHARS:]) if p.strip()]
+    for sentence in reversed(sentences):
+        if not _BOILERPLATE.match(sentence):
+            return sentence
+    return ""
+
+
+_CLAUSE_START = re.compile(r"[,;:.!?]|\b(?:which|that|so|therefore|thus|hence|then)\b", re.I)
+
+
+def _clause(text: str, value_at: int) -> str:
+    """The clause that states the value at ``value_at``: from the last clause boundary
+    before it ("the number is not 10 which is 1,000.99": "which is 1,000.99")."""
+    start = 0
+    for match in _CLAUSE_START.finditer(text, max(0, value_at - MAX_SENTENCE_CHARS), value_at):
+        start = match.end()
+    return text[start:]
+
+
+def _qualified(text: str) -> bool:
+    """Whether the last sentence qualifies its value (see :data:`_QUALIFIERS`), formulas
+    aside (``$x < 5$`` is an answer, not a bound on one)."""
+    return _QUALIFIERS.search(_MATH_SEGMENT.sub(" ", _last_sentence(text))) is not None
 
 
 def sentence_number(text: str) -> str | None:
@@ -127,6 +157,8 @@ def last_math_segment(answer: str, region: str, *, sentences: bool = False) -> l
     out: list[str] = []
     answer = answer[-MAX_REGION_CHARS:]
     tail = _IS_VALUE.search(answer)
+    if tail is not None and _qualified(_clause(answer, tail.start(1))):
+        tail = None  # "I don't think it is 5.": a doubted value is no answer
     if tail is not None and re.search(r"[\d$]", tail.group(1)):
         # "The largest $n$ is 34.": the value after the sentence's last "is".
         out.append(tail.group(1).strip())
