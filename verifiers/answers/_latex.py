@@ -591,6 +591,8 @@ _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?=E))[eE]([+-]?\d{1,3})(?![\w
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d{1,20})\}")
 # "2\frac{1}{2}" (a mixed number, as MATH writes it and Math-Verify reads it) is 5/2.
 _MIXED = re.compile(r"(?<![\w.}^_])(\d{1,6})\s*\\[dt]?frac\s*\{(\d{1,6})\}\s*\{(\d{1,6})\}")
+_TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])")
+_DEGREES = re.compile(r"(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?")
 # "\tan^{-1} 2" is arctan 2, not 1/tan 2.
 _INVERSE_TRIG = re.compile(r"\\(sin|cos|tan)\s*\^\s*\{?\s*-\s*1\s*\}?")
 
@@ -630,8 +632,13 @@ def latex_to_plain(text: str) -> str:
     """
     if len(text) > MAX_CHARS:
         raise MathParseError(f"answer longer than {MAX_CHARS} characters")
-    text = unicodedata.normalize("NFKC", fold_scripts(text)).translate(_UNICODE)
+    text = unicodedata.normalize("NFKC", fold_scripts(text).replace("°", "^\\circ"))
+    text = text.translate(_UNICODE)
     text = text.replace("\n", " ").replace("\t", " ").replace("~", " ")
+    if _TRIG.search(text):
+        # "\sin 60^\circ" is the sine of 60 degrees: inside a trigonometric answer a degree
+        # value is converted to radians (elsewhere "30^\circ" is the number 30).
+        text = _DEGREES.sub(r"(\1\\pi/180)", text)
     text = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", text)
     if "\\begin" not in text:
         # Doubly escaped LaTeX from JSON-escaped data ("\\\\frac", "\\\\left("): one backslash
