@@ -97,7 +97,7 @@ class MathSpec(AnswerSpec):
 
 
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
-_DECIMAL_COMMA = re.compile(r"^\s*(\$?)\s*(-?\d{1,15}),(\d{1,15})\s*\1\s*$")
+_DECIMAL_COMMA = re.compile(r"^\s*(\$?)\s*(-?\d{1,15}),(\d{1,15})\s*(\\?%)?\s*\1\s*$")
 
 
 def decimal_comma(text: str) -> str | None:
@@ -115,7 +115,7 @@ def decimal_comma(text: str) -> str | None:
     whole, frac = match.group(2), match.group(3)
     if frac.strip("0") == "" or (len(frac) == 3 and whole.lstrip("-") != "0"):
         return None
-    return f"{whole}.{frac}"
+    return f"{whole}.{frac}{match.group(4) or ''}"
 
 
 _LIST_KINDS = ("list", "tuple", "set")
