@@ -240,9 +240,25 @@ def _rename_index(body: str, letter: str) -> str:
 
 
 _SPACING_PREFIXES = ("qquad", "quad")
-_GEOMETRY_MARKS = {"angle", "measuredangle", "triangle", "overline", "overarc", "widehat"}
-"""``\\angle ABC``, ``\\overline{AB}``: names of geometric objects; the mark is dropped and
-the name stays (it is usually the left side of a naming equation)."""
+_GEOMETRY_MARKS = {
+    "angle",
+    "measuredangle",
+    "triangle",
+    "overline",
+    "overarc",
+    "widehat",
+    "overrightarrow",
+    "overleftarrow",
+    "overleftrightarrow",
+    "vec",
+    "hat",
+    "bar",
+    "tilde",
+    "widetilde",
+}
+"""``\\angle ABC``, ``\\overline{AB}``, ``\\overrightarrow{AB}``, ``\\vec v``, ``\\hat{i}``: names of
+geometric objects and vectors; the mark is dropped and the name stays (it is usually the left
+side of a naming equation)."""
 _FRACS = {"frac", "dfrac", "tfrac", "cfrac"}
 
 _SUPER = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻"
