@@ -76,11 +76,18 @@ FUNCTIONS: dict[str, int] = {
     "summation": 4,
     "product": 4,
     "integral": 4,
+    "limit": 4,
 }
 """Functions an answer may call, with their arity limit (``matrix``/``mrow`` are what
 ``\\begin{pmatrix}`` rows become)."""
 
-MIN_ARGS: dict[str, int] = {"binomial": 2, "summation": 4, "product": 4, "integral": 4}
+MIN_ARGS: dict[str, int] = {
+    "binomial": 2,
+    "summation": 4,
+    "product": 4,
+    "integral": 4,
+    "limit": 4,
+}
 """Functions that need more than one argument (``binomial(7)`` is the model's error)."""
 
 PCT = "\ue000"
@@ -210,7 +217,11 @@ _MATRIX_ENVS = {
     "vmatrix",
 }
 """``vmatrix`` is a determinant (``|a b; c d|``): it reads as ``det(...)`` of the matrix."""
-_BIG_OPERATORS = {"sum": "summation", "prod": "product", "int": "integral"}
+_BIG_OPERATORS = {"sum": "summation", "prod": "product", "int": "integral", "lim": "limit"}
+_LIMIT_POINT = re.compile(
+    r"\s*\(?\s*([A-Za-z])\s*(?:\\to|\\rightarrow|\\longrightarrow|->|→)\s*(.+?)\s*\)?\s*$", re.S
+)
+"""``x \\to a`` under a ``\\lim`` (``a`` may end in ``^+`` or ``^-``: a one-sided limit)."""
 _RELATION_COMMAND = re.compile(r"\\(?:le|ge|leq|geq|neq|ne|lt|gt|leqslant|geqslant)(?![A-Za-z])")
 _DIFFERENTIAL = re.compile(
     r"(?<![A-Za-z\\])(?:\\mathrm\s*\{\s*d\s*\}|\\operatorname\s*\{\s*d\s*\}|d)\s*([A-Za-z])(?![A-Za-z])"
@@ -452,6 +463,8 @@ class _Latex:
         self.skip_space()
         if name == "int":
             return self.integral()
+        if name == "lim":
+            return self.limit()
         if not self.text.startswith("_", self.pos):
             raise self.error(f"\\{name} needs limits: \\{name}_{{k=1}}^{{n}}")
         self.pos += 1
@@ -464,6 +477,37 @@ class _Latex:
             raise self.error(f"\\{name} needs an upper limit")
         self.pos += 1
         upper = self.argument()
+        body = self.body()
+        func = _BIG_OPERATORS[name]
+        body = _rename_index(body, bound.group(1))
+        return f" {func}(({body}),idx,({bound.group(2)}),({upper})) "
+
+    def limit(self) -> str:
+        """``\\lim_{x \\to a} body``: the body runs as a sum's does."""
+        if not self.text.startswith("_", self.pos):
+            raise self.error("\\lim needs its point: \\lim_{x \\to a}")
+        self.pos += 1
+        self.skip_space()
+        if not self.text.startswith("{", self.pos):
+            raise self.error("\\lim_{x \\to a} needs braces")
+        end = self.text.find("}", self.pos)
+        raw = self.text[self.pos + 1 : end] if end > 0 else ""
+        point = _LIMIT_POINT.match(raw)
+        if end < 0 or point is None:
+            raise self.error("\\lim limits must read x \\to a")
+        self.pos = end + 1
+        where = point.group(2).strip()
+        side = "0"
+        one_sided = re.fullmatch(r"(.+?)\s*\^\s*\{?\s*([+-])\s*\}?", where)
+        if one_sided is not None:
+            where, side = one_sided.group(1), "1" if one_sided.group(2) == "+" else "-1"
+        at = _Latex(where).until(None)
+        body = self.body()
+        body = _rename_index(body, point.group(1))
+        return f" limit(({body}),idx,({at}),{side}) "
+
+    def body(self) -> str:
+        """A big operator's body: to the next top-level ``+``/``-``/``=``/``,``/relation."""
         start = self.pos
         depth = 0
         end = start
@@ -487,10 +531,8 @@ class _Latex:
         body = _Latex(self.text[start:end]).until(None)
         self.pos = end
         if not body.strip():
-            raise self.error(f"\\{name} without a body")
-        func = _BIG_OPERATORS[name]
-        body = _rename_index(body, bound.group(1))
-        return f" {func}(({body}),idx,({bound.group(2)}),({upper})) "
+            raise self.error("an operator without a body")
+        return body
 
     def integral(self) -> str:
         limits: list[str] = []

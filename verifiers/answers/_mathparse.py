@@ -165,7 +165,7 @@ class _Builder:
                 if not _is_matrix(args[0]) or args[0].shape[0] != args[0].shape[1]:
                     raise MathParseError("a determinant needs a square matrix")
                 return args[0].det()
-            if name in ("summation", "product", "integral"):
+            if name in ("summation", "product", "integral", "limit"):
                 return _big_operator(name, args)
             if name in ("factorial", "binomial"):
                 for arg in args:
@@ -185,7 +185,8 @@ which the tokenizer splits into single letters)."""
 
 
 def _big_operator(name: str, args: list[Any]) -> Any:
-    """``\\sum``/``\\prod``/``\\int`` over ``idx`` from ``lo`` to ``hi``.
+    """``\\sum``/``\\prod``/``\\int`` over ``idx`` from ``lo`` to ``hi``; ``\\lim`` of the body as
+    ``idx`` tends to ``lo`` (``hi`` is the side: 0 both, 1 from above, -1 from below).
 
     A sum or product is evaluated when its body is a polynomial in the index (closed forms:
     ``\\sum_{k=1}^{n} k``) or its limits are integers at most :data:`MAX_BIG_OPERATOR_TERMS`
@@ -202,12 +203,24 @@ def _big_operator(name: str, args: list[Any]) -> Any:
     )
     index = sympy.Symbol(f"{_BOUND}{level}")
     body = body.subs(var, index)
+    variable_powers = [
+        p for p in body.atoms(sympy.Pow) if p.exp.free_symbols and p.base.free_symbols
+    ]
+    too_complex = sympy.count_ops(body) > MAX_INTEGRAND_OPS or bool(variable_powers)
+    if name == "limit":
+        # sympy's limit has no time bound either: small bodies only, in the worker; one
+        # variable exponent is allowed ((1 + 1/n)^n), a tower of them (x^{x^x}) is not.
+        if sympy.count_ops(body) > MAX_INTEGRAND_OPS or len(variable_powers) > 1:
+            raise MathParseError("limit too complex to evaluate; give its value")
+        direction = {0: "+-", 1: "+", -1: "-"}.get(int(hi), "+-")
+        value = sympy.limit(body, index, lo, dir=direction)
+        if isinstance(value, sympy.Limit) or value.has(sympy.AccumBounds):
+            raise MathParseError("a limit sympy cannot evaluate")
+        return value
     if name == "integral":
         # sympy's integrator has no time bound (the worker's timeout is the backstop): only
         # small integrands without a variable exponent (x^x) are integrated.
-        if sympy.count_ops(body) > MAX_INTEGRAND_OPS or any(
-            p.exp.free_symbols and p.base.free_symbols for p in body.atoms(sympy.Pow)
-        ):
+        if too_complex:
             raise MathParseError("integral too complex to evaluate; give its value")
         return sympy.Integral(body, (index, lo, hi)).doit()
     cls = sympy.Sum if name == "summation" else sympy.Product
