@@ -11,63 +11,35 @@ real worker processes.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from corpus_lines import check, direct, lines, params, through_engine
 
 import verifiers
-from verifiers import Result, Trajectory, VerifierContext, VerifierError, get_verifier
 
-REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO / "datasets" / "answers" / "math_classes.jsonl"
-LINES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
-
-
-def _direct(line: dict[str, Any]) -> Result:
-    trajectory = Trajectory.model_validate(line)
-    verifier = get_verifier(trajectory.task.verifier or "")()
-    ctx = VerifierContext(deadline=time.monotonic() + 60, base_dir=REPO)
-    try:
-        spec = verifier.Spec.model_validate(trajectory.task.spec or {})
-        return asyncio.run(verifier.verify(trajectory, spec, ctx))
-    except ValidationError as exc:
-        return Result.errored("bad_input", str(exc))
-    except VerifierError as exc:
-        return Result.errored(exc.kind, str(exc))  # type: ignore[arg-type]
-
-
-def _check(result: Result, expect: dict[str, Any], where: str) -> None:
-    assert result.status == expect["status"], f"{where}: {result!r}"
-    if expect["reward"] is None:
-        assert result.reward is None, where
-    else:
-        assert result.reward == pytest.approx(expect["reward"]), f"{where}: {result!r}"
-    if "feedback_contains" in expect:
-        assert expect["feedback_contains"] in result.feedback, f"{where}: {result.feedback!r}"
+CORPORA = ("math_classes", "math_wrong")
 
 
 def test_corpus_shape() -> None:
-    ids = [line["id"] for line in LINES]
+    corpus = lines("math_classes")
+    ids = [line["id"] for line in corpus]
     assert len(ids) >= 150 and len(ids) == len(set(ids))
-    verdicts = [line["metadata"]["expect"]["status"] for line in LINES]
+    verdicts = [line["metadata"]["expect"]["status"] for line in corpus]
     assert verdicts.count("fail") >= 60 and verdicts.count("pass") >= 60
+    wrong = lines("math_wrong")
+    assert len(wrong) >= 60 and {line["metadata"]["expect"]["status"] for line in wrong} == {"fail"}
 
 
-@pytest.mark.parametrize("line", LINES, ids=[line["id"] for line in LINES])
-def test_line(line: dict[str, Any]) -> None:
-    _check(_direct(line), line["metadata"]["expect"], line["id"])
+@pytest.mark.parametrize(("corpus", "line"), params(*CORPORA))
+def test_line(corpus: str, line: dict[str, Any]) -> None:
+    check(direct(line), line["metadata"]["expect"], f"{corpus}:{line['id']}")
 
 
-def test_corpus_through_engine() -> None:
-    results = verifiers.score(LINES, base_dir=REPO, timeout_s=60, workers=2)
-    assert [r.id for r in results] == [line["id"] for line in LINES]
-    for line, result in zip(LINES, results, strict=True):
-        _check(result, line["metadata"]["expect"], f"{line['id']} (engine)")
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_corpus_through_engine(corpus: str) -> None:
+    through_engine(corpus)
 
 
 # -- bounds on the new paths ---------------------------------------------------------------
@@ -86,10 +58,30 @@ HOSTILE = [
     "\\begin{pmatrix}\\begin{pmatrix}1\\end{pmatrix}\\end{pmatrix}",
     "\\ln|x",
     "10^{-20} \\approx",
+    "\\sum_{k=1}^{n}" * 150 + "k",
+    "\\sum_{k=1}^{10^{9}} \\sin(k)^{k}",
+    "\\prod_{k=1}^{1000} k^{1000}",
+    "\\sum_{k=1}^{1000} k^{k}",
+    "\\int_0^1" * 100 + " x dx",
+    "\\int_0^1 e^{x^{x}} \\, dx",
+    "\\int x dx",
+    "\\lim_{x \\to 0} x^{x^{x}}",
+    "\\lim_{x \\to 0}" * 100 + " x",
+    "\\lim_{x \\to \\infty} \\sin(x)",
+    "\\lim x",
+    "F_{" + "n-" * 30 + "1}",
+    "\\{x \\mid x^{200} > \\sin x\\}",
+    "\\begin{vmatrix}" + "&".join(["x"] * 30) + "\\end{vmatrix}",
+    "1,5" * 300,
+    "5m" * 300,
 ]
 
 
-@pytest.mark.parametrize("candidate", HOSTILE)
+def _short(text: str) -> str:
+    return f"{text[:24]!r}x{len(text)}"
+
+
+@pytest.mark.parametrize("candidate", HOSTILE, ids=_short)
 def test_hostile_answers_are_fast_fails(candidate: str) -> None:
     from verifiers.answers import equivalent
 
@@ -106,15 +98,27 @@ def test_hostile_answers_are_fast_fails(candidate: str) -> None:
         "\\boxed{" * 100_000,
         "\\boxed{1} and " * 100_000,
         "\\(" * 100_000,
+        "is " * 300_000,
+        "The answer is 5. " * 100_000,
+        "<|im_start|>" * 100_000,
+        "\\boxed{1} Final Answer: " * 100_000,
+        "$" * 300_000,
+        "1,000.99m" * 100_000,
     ],
+    ids=_short,
 )
 def test_box_and_formula_scans_are_linear(text: str) -> None:
     # These run inline in the event loop, before any worker: linear in the completion.
+    from verifiers.answers._extract import extract_answer
     from verifiers.answers._mathboxes import boxed_group, last_math_segment
 
     started = time.perf_counter()
     boxed_group(text)
     last_math_segment(text[:1000], text)
+    last_math_segment(text, text, sentences=True)
+    assert time.perf_counter() - started < 5.0
+    started = time.perf_counter()
+    extract_answer(text, "auto")  # one more full scan of the boxes: its own budget
     assert time.perf_counter() - started < 5.0
 
 

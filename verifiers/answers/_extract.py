@@ -18,6 +18,8 @@ __all__ = [
     "answer_phrase",
     "answer_tag",
     "boxed_all",
+    "boxed_spans",
+    "end_of_turn",
     "extract_answer",
     "last_line",
     "strip_thinking",
@@ -79,7 +81,17 @@ def boxed_all(text: str) -> list[str]:
     out of tokens) yields what follows it, and ends the scan: every later box is inside it.
     One pass over the text (``"\\boxed{" * n`` and ``"\\boxed x " * n`` are linear).
     """
-    found: list[str] = []
+    return [content for _, _, content in boxed_spans(text)]
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, content)`` of every top-level box, in order (see :func:`boxed_all`).
+
+    ``start`` is the backslash of ``\\boxed``; ``end`` the closing brace (or the end of the
+    one-token content, or ``len(text)`` for an unclosed box). A box inside a box is part of
+    the outer one's content. Linear: each character is visited once.
+    """
+    found: list[tuple[int, int, str]] = []
     pos = 0
     size = len(text)
     while True:
@@ -99,14 +111,14 @@ def boxed_all(text: str) -> list[str]:
                     if depth == 0:
                         end = brace.start()
                         break
-            found.append(text[start + 1 : end])
+            found.append((match.start(), end, text[start + 1 : end]))
             if end >= size:
                 return found
             pos = end + 1
         else:
             token = _BOX_TOKEN.match(text, start)
             if token is not None:
-                found.append(token.group(0))
+                found.append((match.start(), token.end(), token.group(0)))
             pos = start + 1
 
 
@@ -148,6 +160,15 @@ _OPEN_TAG = re.compile(r"<answer>", re.I)
 _CLOSE_TAG = re.compile(r"</answer>", re.I)
 
 
+def _answer_phrase_at(text: str, after: int) -> str | None:
+    """:func:`answer_phrase` read from the last "final answer" after position ``after``
+    (only that phrase: "let me check my answer: 3 gives 9" after a box is not a final one)."""
+    at = text.lower().rfind("final answer", after)
+    if at < 0:
+        return None
+    return answer_phrase(text[at:])
+
+
 def answer_phrase(text: str) -> str | None:
     """The value after the last "answer is" / "Answer:" phrase that has a value on its line.
 
@@ -185,9 +206,14 @@ def answer_phrase(text: str) -> str | None:
     return _trim_sentence(best[1])
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def last_line(text: str) -> str | None:
-    """The last non-blank line."""
-    for line in reversed(text.splitlines()):
+    """The last non-blank line. Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` only: a form feed or
+    another control character inside an answer (``"\\f"`` from an unescaped ``\\frac``) is no
+    line break to a reader, though ``str.splitlines`` treats it as one."""
+    for line in reversed(_LINE_BREAK.split(text)):
         if line.strip():
             return line.strip()
     return None
@@ -214,7 +240,36 @@ def _trim_sentence(value: str) -> str:
     value = re.sub(r"^(?:\*\*|__)(.*?)(?:\*\*|__)(?=$|[\s.,;:!])", r"\1", value)
     value = value.strip().rstrip(".;:!。").strip()
     value = value.strip("*_").strip()
+    for quote in ('\\"', '"', "“"):
+        # 'The final answer is "$12$ and $13$".': quotes around the answer are not in it.
+        close = "”" if quote == "“" else quote
+        if value.startswith(quote) and value.endswith(close) and len(value) > 2 * len(quote):
+            value = value[len(quote) : len(value) - len(close)].strip()
     return value
+
+
+_CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end|start_header_id|user)\|>")
+"""A chat template's special token written out as text ("... is 2/3. <|im_start|>user"):
+the model's turn ended there, and what follows is a turn it made up, not its answer."""
+
+
+_TURN_HEADER = re.compile(
+    r"\s*(?:<\|(?:im_start|start_header_id)\|>\s*assistant\s*(?:<\|end_header_id\|>)?\s*)+"
+)
+"""A template header that opens the model's own turn ("<|im_start|>assistant"): kept out of
+the cut, so an honest completion that repeats its header is read in full."""
+
+
+def end_of_turn(text: str) -> str:
+    """``text`` up to the first chat-template special token (all of it when there is none);
+    a header opening the assistant's own turn at the start is skipped first."""
+    header = _TURN_HEADER.match(text)
+    start = header.end() if header is not None and header.end() > 0 else 0
+    match = _CHAT_TOKEN.search(text, start)
+    return text[start:] if match is None else text[start : match.start()]
+
+
+_VALUE_HINT = re.compile(r"[\d$\\]")
 
 
 def extract_answer(text: str, how: Extract, *, thinking: bool = True) -> tuple[str | None, str]:
@@ -231,6 +286,7 @@ def extract_answer(text: str, how: Extract, *, thinking: bool = True) -> tuple[s
     """
     if thinking:
         text = strip_thinking(text)
+    text = end_of_turn(text)
     if how == "full":
         stripped = text.strip()
         return (stripped or None), "full"
@@ -245,8 +301,14 @@ def extract_answer(text: str, how: Extract, *, thinking: bool = True) -> tuple[s
                 boxed = boxed_all(found)
                 found = boxed[-1] if boxed else found
         elif place == "boxed":
-            boxes = boxed_all(text)
-            found = boxes[-1].strip() if boxes else None
+            spans = boxed_spans(text)
+            found = spans[-1][2].strip() if spans else None
+            if spans and how == "auto":
+                # "\\boxed{255} ... Final Answer: The final answer is $10,455$.": a final
+                # answer phrase after the last box, with a value in it, is the later word.
+                phrase = _answer_phrase_at(text, spans[-1][1])
+                if phrase is not None and _VALUE_HINT.search(phrase):
+                    return phrase, "answer_phrase"
         elif place == "answer_phrase":
             found = answer_phrase(text)
             if found is not None:

@@ -72,11 +72,22 @@ FUNCTIONS: dict[str, int] = {
     "ceil": 1,
     "matrix": 30,
     "mrow": 30,
+    "det": 1,
+    "summation": 4,
+    "product": 4,
+    "integral": 4,
+    "limit": 4,
 }
 """Functions an answer may call, with their arity limit (``matrix``/``mrow`` are what
 ``\\begin{pmatrix}`` rows become)."""
 
-MIN_ARGS: dict[str, int] = {"binomial": 2}
+MIN_ARGS: dict[str, int] = {
+    "binomial": 2,
+    "summation": 4,
+    "product": 4,
+    "integral": 4,
+    "limit": 4,
+}
 """Functions that need more than one argument (``binomial(7)`` is the model's error)."""
 
 PCT = "\ue000"
@@ -84,7 +95,10 @@ PCT = "\ue000"
 TEXT_OPEN, TEXT_CLOSE = "\ue001", "\ue002"
 """Bracket the content of ``\\text{...}`` until the structure is known."""
 
-CONSTANTS = ("pi", "oo", "infty", "infinity", "inf")
+CONSTANTS = ("pi", "oo", "infty", "infinity", "inf", "dots", "idx")
+"""``dots`` is what ``\\dots``/``\\ldots``/``\\cdots``/``...`` in a list or sequence become: one
+opaque element (``1, 2, \\ldots, n`` equals ``1, 2, \\dots, n`` and nothing with other
+elements); it is never a product of letters."""
 GREEK = (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu "
     "xi omicron rho sigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi "
@@ -124,6 +138,7 @@ _DROP = {
     "]",
     "ldotp",
 }
+_DOTS = {"dots", "ldots", "cdots", "dotsc", "dotsb", "dotsm", "vdots", "ddots", "hdots"}
 _SIMPLE = {
     "cdot": "*",
     "times": "*",
@@ -167,6 +182,9 @@ _SIMPLE = {
     "degree": "",
     "%": PCT,
     "$": "",
+    "euro": "",
+    "pounds": "",
+    "yen": "",
     "emptyset": " ∅ ",
     "varnothing": " ∅ ",
     "ln": " ln ",
@@ -189,11 +207,69 @@ _FUNCTION_COMMANDS = {
 }
 _WRAPPER_COMMANDS = {"mathbf", "mathit", "operatorname", "boldsymbol", "mathsf", "bm"}
 _TEXT_COMMANDS = {"text", "textbf", "textit", "mbox", "textrm", "hbox", "textnormal", "textsf"}
-_MATRIX_ENVS = {"pmatrix", "bmatrix", "Bmatrix", "matrix", "smallmatrix", "array"}
+_MATRIX_ENVS = {
+    "pmatrix",
+    "bmatrix",
+    "Bmatrix",
+    "matrix",
+    "smallmatrix",
+    "array",
+    "vmatrix",
+}
+"""``vmatrix`` is a determinant (``|a b; c d|``): it reads as ``det(...)`` of the matrix."""
+_BIG_OPERATORS = {"sum": "summation", "prod": "product", "int": "integral", "lim": "limit"}
+_LIMIT_POINT = re.compile(
+    r"\s*\(?\s*([A-Za-z])\s*(?:\\to|\\rightarrow|\\longrightarrow|->|→)\s*(.+?)\s*\)?\s*$", re.S
+)
+"""``x \\to a`` under a ``\\lim`` (``a`` may end in ``^+`` or ``^-``: a one-sided limit)."""
+_RELATION_COMMAND = re.compile(r"\\(?:le|ge|leq|geq|neq|ne|lt|gt|leqslant|geqslant)(?![A-Za-z])")
+_DIFFERENTIAL = re.compile(
+    r"(?<![A-Za-z\\])(?:\\mathrm\s*\{\s*d\s*\}|\\operatorname\s*\{\s*d\s*\}|d)\s*([A-Za-z])(?![A-Za-z])"
+)
+"""The ``dx`` (``\\,dx``, ``\\mathrm{d}x``) that closes an integral's body."""
+_LETTER_RUN = re.compile(r"[A-Za-z]+(?:_[A-Za-z0-9]+)?")
+
+
+def _rename_index(body: str, letter: str) -> str:
+    """The bound index ``letter`` of a sum, product or integral as the reserved name ``idx``
+    in converted ``body`` (letter runs are split as the tokenizer splits them)."""
+
+    def one(match: re.Match[str]) -> str:
+        run = match.group(0)
+        head, _, sub = run.partition("_")
+        parts = _split_letters(head, strict=False) if head else []
+        parts = ["idx" if part == letter else part for part in parts]
+        if sub:
+            if sub == letter:
+                sub = "idx"
+            elif sub.startswith("X"):  # an expression subscript (F_{n-k-1})
+                sub = "X" + sub[1:].replace(letter, "idx")
+            parts[-1] = parts[-1] + "_" + sub
+        return " " + " ".join(parts) + " "
+
+    return _LETTER_RUN.sub(one, body)
+
+
 _SPACING_PREFIXES = ("qquad", "quad")
-_GEOMETRY_MARKS = {"angle", "measuredangle", "triangle", "overline", "overarc", "widehat"}
-"""``\\angle ABC``, ``\\overline{AB}``: names of geometric objects; the mark is dropped and
-the name stays (it is usually the left side of a naming equation)."""
+_GEOMETRY_MARKS = {
+    "angle",
+    "measuredangle",
+    "triangle",
+    "overline",
+    "overarc",
+    "widehat",
+    "overrightarrow",
+    "overleftarrow",
+    "overleftrightarrow",
+    "vec",
+    "hat",
+    "bar",
+    "tilde",
+    "widetilde",
+}
+"""``\\angle ABC``, ``\\overline{AB}``, ``\\overrightarrow{AB}``, ``\\vec v``, ``\\hat{i}``: names of
+geometric objects and vectors; the mark is dropped and the name stays (it is usually the left
+side of a naming equation)."""
 _FRACS = {"frac", "dfrac", "tfrac", "cfrac"}
 
 _SUPER = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻"
@@ -235,6 +311,9 @@ _UNICODE = str.maketrans(
         "≥": " ≥ ",
         "√": " sqrt ",
         "°": "",
+        "€": " ",
+        "£": " ",
+        "¥": " ",
     }
 )
 
@@ -248,6 +327,11 @@ def _check_depth(text: str) -> None:
                 raise MathParseError(f"brackets nested deeper than {MAX_DEPTH}")
         elif char in ")}]":
             depth -= 1
+
+
+_SUBSCRIPT_OPS = str.maketrans({"+": "P", "-": "M", "*": "T"})
+"""How an expression subscript (``F_{n-k-1}``) becomes one name (``F_Xn M k M 1`` without the
+spaces): an opaque symbol, equal only to the same subscript written the same way."""
 
 
 class _Latex:
@@ -327,7 +411,11 @@ class _Latex:
             elif char == "_":
                 sub = self.argument().replace(" ", "").strip("()")
                 if not re.fullmatch(r"[A-Za-z0-9]{1,8}", sub):
-                    raise self.error("subscript must be letters or digits")
+                    # "F_{n-k-1}": an index written as an expression names one symbol.
+                    encoded = sub.translate(_SUBSCRIPT_OPS)
+                    if not re.fullmatch(r"[A-Za-z0-9]{1,16}", encoded):
+                        raise self.error("subscript must be letters, digits, + or -")
+                    sub = "X" + encoded
                 out.append("_" + sub)
             else:
                 out.append(char)
@@ -362,7 +450,108 @@ class _Latex:
             if any(not cell for cell in cells):
                 raise self.error("empty matrix cell")
             out.append("mrow(" + ",".join(f"({cell})" for cell in cells) + ")")
+        if env == "vmatrix":
+            return " det(matrix(" + ",".join(out) + ")) "
         return " matrix(" + ",".join(out) + ") "
+
+    def big_operator(self, name: str) -> str:
+        """``\\sum_{k=1}^{n} body`` / ``\\prod``: the body runs to the next ``+``/``-``/``=``/
+        ``,``/relation outside brackets (``\\sum_{k=1}^{n} k + 1`` is the sum plus one).
+        ``\\int_a^b body\\,dx``: a definite integral, the body runs to its ``dx``. The index
+        becomes the reserved name ``idx`` in the body (so ``\\sum_i i^2`` is no sum of
+        ``(sqrt(-1))^2``), subscripts included (``F_{n-k}``)."""
+        self.skip_space()
+        if name == "int":
+            return self.integral()
+        if name == "lim":
+            return self.limit()
+        if not self.text.startswith("_", self.pos):
+            raise self.error(f"\\{name} needs limits: \\{name}_{{k=1}}^{{n}}")
+        self.pos += 1
+        lower = self.argument()
+        bound = re.fullmatch(r"\s*\(?\s*([A-Za-z])\s*=\s*(.+?)\s*\)?\s*", lower)
+        if bound is None:
+            raise self.error(f"\\{name} limits must read k=a")
+        self.skip_space()
+        if not self.text.startswith("^", self.pos):
+            raise self.error(f"\\{name} needs an upper limit")
+        self.pos += 1
+        upper = self.argument()
+        body = self.body()
+        func = _BIG_OPERATORS[name]
+        body = _rename_index(body, bound.group(1))
+        return f" {func}(({body}),idx,({bound.group(2)}),({upper})) "
+
+    def limit(self) -> str:
+        """``\\lim_{x \\to a} body``: the body runs as a sum's does."""
+        if not self.text.startswith("_", self.pos):
+            raise self.error("\\lim needs its point: \\lim_{x \\to a}")
+        self.pos += 1
+        self.skip_space()
+        if not self.text.startswith("{", self.pos):
+            raise self.error("\\lim_{x \\to a} needs braces")
+        end = self.text.find("}", self.pos)
+        raw = self.text[self.pos + 1 : end] if end > 0 else ""
+        point = _LIMIT_POINT.match(raw)
+        if end < 0 or point is None:
+            raise self.error("\\lim limits must read x \\to a")
+        self.pos = end + 1
+        where = point.group(2).strip()
+        side = "0"
+        one_sided = re.fullmatch(r"(.+?)\s*\^\s*\{?\s*([+-])\s*\}?", where)
+        if one_sided is not None:
+            where, side = one_sided.group(1), "1" if one_sided.group(2) == "+" else "-1"
+        at = _Latex(where).until(None)
+        body = self.body()
+        body = _rename_index(body, point.group(1))
+        return f" limit(({body}),idx,({at}),{side}) "
+
+    def body(self) -> str:
+        """A big operator's body: to the next top-level ``+``/``-``/``=``/``,``/relation."""
+        start = self.pos
+        depth = 0
+        end = start
+        while end < len(self.text):
+            char = self.text[end]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif char == "\\":
+                if depth == 0 and _RELATION_COMMAND.match(self.text, end):
+                    break
+                end += 2
+                continue
+            elif depth == 0 and char in "+-=,<>≤≥≠;" and end > start:
+                if self.text[start:end].strip():
+                    break
+            end += 1
+        body = _Latex(self.text[start:end]).until(None)
+        self.pos = end
+        if not body.strip():
+            raise self.error("an operator without a body")
+        return body
+
+    def integral(self) -> str:
+        limits: list[str] = []
+        for mark in ("_", "^"):
+            self.skip_space()
+            if self.text.startswith(mark, self.pos):
+                self.pos += 1
+                limits.append(self.argument())
+        if len(limits) != 2:
+            raise self.error("only definite integrals \\int_a^b f(x)\\,dx are understood")
+        differential = _DIFFERENTIAL.search(self.text, self.pos)
+        if differential is None:
+            raise self.error("an integral needs its dx")
+        body = _Latex(self.text[self.pos : differential.start()]).until(None)
+        self.pos = differential.end()
+        if not body.strip():
+            raise self.error("\\int without a body")
+        body = _rename_index(body, differential.group(1))
+        return f" integral(({body}),idx,({limits[0]}),({limits[1]})) "
 
     def convert_command(self, name: str) -> str:
         if name in _DROP:
@@ -400,6 +589,10 @@ class _Latex:
             raise self.error(f"unsupported set \\mathbb{{{inner}}}")
         if name == "begin":
             return self.environment()
+        if name in _BIG_OPERATORS:
+            return self.big_operator(name)
+        if name in _DOTS:
+            return " dots "
         if name in _FUNCTION_COMMANDS:
             return f" {name} "
         if name == "log" and self.text.startswith("_", self.pos):
@@ -429,11 +622,17 @@ _KNOWN_COMMANDS = (
     | _FRACS
     | set(GREEK)
     | _GEOMETRY_MARKS
+    | _DOTS
+    | set(_BIG_OPERATORS)
     | {"sqrt", "binom", "dbinom", "tbinom", "mathrm", "mathbb", "begin", "end"}
 )
 
 # MATH-style thousands separators: "16,\!386.20", "11,\! 111,\! 100", "14{,}912", "1\,000".
-_THOUSANDS_SEP = re.compile(r"(?<=\d)(?:,\\!\s*|\{,\}|\\,)(?=\d{3}(?!\d))")
+_THOUSANDS_SEP = re.compile(r"(?<=\d)\s?(?:,\\!\s*|\{\s*,\s*\}|\\,)(?=\d{3}(?!\d))")
+# "3{,}5": LaTeX's decimal comma (a thousands "{,}" has three digits after it, see above).
+_DECIMAL_BRACE_COMMA = re.compile(r"(?<=\d)\{\s*,\s*\}(?=\d)")
+# "1, 2, ..., n" (and "…", which NFKC makes "..."): the ellipsis element.
+_PLAIN_DOTS = re.compile(r"(?<!\.)\.\.\.(?!\.)")
 _PERCENT_WORD = re.compile(
     r"\\text\s*\{\s*(?:percentage|percent|pct)\s*\}|(?<![A-Za-z\\])(?:percentage|percent|pct)"
     r"(?![A-Za-z])"
@@ -450,6 +649,8 @@ _SCIENTIFIC = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?=E))[eE]([+-]?\d{1,3})(?![\w
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d{1,20})\}")
 # "2\frac{1}{2}" (a mixed number, as MATH writes it and Math-Verify reads it) is 5/2.
 _MIXED = re.compile(r"(?<![\w.}^_])(\d{1,6})\s*\\[dt]?frac\s*\{(\d{1,6})\}\s*\{(\d{1,6})\}")
+_TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])")
+_DEGREES = re.compile(r"(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?")
 # "\tan^{-1} 2" is arctan 2, not 1/tan 2.
 _INVERSE_TRIG = re.compile(r"\\(sin|cos|tan)\s*\^\s*\{?\s*-\s*1\s*\}?")
 
@@ -489,8 +690,13 @@ def latex_to_plain(text: str) -> str:
     """
     if len(text) > MAX_CHARS:
         raise MathParseError(f"answer longer than {MAX_CHARS} characters")
-    text = unicodedata.normalize("NFKC", fold_scripts(text)).translate(_UNICODE)
+    text = unicodedata.normalize("NFKC", fold_scripts(text).replace("°", "^\\circ"))
+    text = text.translate(_UNICODE)
     text = text.replace("\n", " ").replace("\t", " ").replace("~", " ")
+    if _TRIG.search(text):
+        # "\sin 60^\circ" is the sine of 60 degrees: inside a trigonometric answer a degree
+        # value is converted to radians (elsewhere "30^\circ" is the number 30).
+        text = _DEGREES.sub(r"(\1\\pi/180)", text)
     text = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", text)
     if "\\begin" not in text:
         # Doubly escaped LaTeX from JSON-escaped data ("\\\\frac", "\\\\left("): one backslash
@@ -502,7 +708,9 @@ def latex_to_plain(text: str) -> str:
     text = _REPEATING.sub(_repeating, text)
     text = _MIXED.sub(r"(\1+\\frac{\2}{\3})", text)
     text = _INVERSE_TRIG.sub(r"\\arc\1", text)
+    text = _DECIMAL_BRACE_COMMA.sub(".", text)
     text = text.replace("{,}", ",")
+    text = _PLAIN_DOTS.sub(" dots ", text)
     text = _PERCENT_WORD.sub("%", text)
     text = text.replace("\\%", PCT).replace("%", PCT)
     text = text.replace("!=", " ≠ ").replace(">=", " ≥ ").replace("<=", " ≤ ")
@@ -576,7 +784,7 @@ def _wrapped(text: str, left: str, right: str) -> bool:
     return True
 
 
-_THOUSANDS = re.compile(r"^\s*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
+_THOUSANDS = re.compile(r"^\s*-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*$")
 _TEXT_SEGMENT = re.compile(f"{TEXT_OPEN}([^{TEXT_OPEN}{TEXT_CLOSE}]*){TEXT_CLOSE}")
 _TEXT_POWER = re.compile(
     f"{TEXT_OPEN}([^{TEXT_OPEN}{TEXT_CLOSE}]*){TEXT_CLOSE}(?:\\s*\\*\\*\\s*\\(\\s*\\d\\s*\\))?"
@@ -815,6 +1023,11 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
         raise MathParseError("empty expression")
     if _wrapped(text, "{", "}"):
         inner = text[1:-1].strip()
+        builder = _SET_BUILDER.match(inner)
+        if builder is not None:
+            # "{x | x > 2}", "{x : 1 < x ≤ 3}": the set of x meeting the condition (compared
+            # as the interval or union it describes, never as an inequality answer).
+            return Piece("builder", [_single(builder.group(1), units)])
         return Piece(
             "set",
             [_expr_or_structure(p, units) for p in _split_top(inner, ",;") if p.strip()]
@@ -842,6 +1055,9 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
         plus = text.replace("±", "+", 1).replace("∓", "-", 1)
         minus = text.replace("±", "-", 1).replace("∓", "+", 1)
         return Piece("set", [_expr_or_structure(plus, units), _expr_or_structure(minus, units)])
+    if _CLOCK.match(text):
+        # "12:00", "3:00": a time of day compares as written, not as a ratio over zero.
+        return Piece("text", text=text.replace(" ", ""))
     ratio = _split_top(text, ":")
     if len(ratio) > 2:
         # "3:4:5" is a ratio of three parts, compared part by part.
@@ -871,6 +1087,10 @@ def _expr_or_structure(text: str, units: bool = True) -> Piece:
             raise MathParseError(f"numeral with more than {MAX_DIGITS} digits")
         return Piece("expr", text=str(value), base=radix)
     return Piece("expr", text=text, percent=percent)
+
+
+_SET_BUILDER = re.compile(r"^[A-Za-z]\s*[|:]\s*(?=\S)(.*[A-Za-z].*)$")
+_CLOCK = re.compile(r"^\s*\d{1,2}\s*:\s*0{2}\s*$")
 
 
 def _balanced(text: str) -> bool:

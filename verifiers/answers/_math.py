@@ -23,7 +23,14 @@ from ..text import completion_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote, references_as_text
 from ._exact import normalize_text
-from ._extract import Extract, answer_phrase, answer_tag, extract_answer, strip_thinking
+from ._extract import (
+    Extract,
+    answer_phrase,
+    answer_tag,
+    end_of_turn,
+    extract_answer,
+    strip_thinking,
+)
 from ._latex import fold_scripts
 from ._mathboxes import boxed_group, last_math_segment
 
@@ -73,6 +80,11 @@ class MathSpec(AnswerSpec):
     sets_match_tuples: bool = True
     """A set and a tuple with the same elements match (``\\{1,2\\}`` vs ``(1,2)``), as in
     Math-Verify; off: braces and parentheses must agree."""
+    decimal_comma: bool = True
+    """A bare ``1,5`` / ``0,111`` answering (or being) a single-value reference reads as the
+    decimal ``1.5`` (European notation, as Math-Verify reads it); never with three digits
+    after the comma (``1,500`` is fifteen hundred) or a zero fraction (``2,0``). ``3{,}5`` is
+    always ``3.5``. Off: a comma between digits is a list separator or thousands separator."""
     multiple_boxed: Literal["group", "last"] = "group"
     """``group``: the boxes that close the answer together are one answer in parts
     (``\\boxed{2} and \\boxed{3}`` is the list ``2, 3``; a hedge therefore fails a single
@@ -85,6 +97,49 @@ class MathSpec(AnswerSpec):
 
 
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
+_DECIMAL_COMMA = re.compile(r"^\s*(\$?)\s*(-?\d{1,15}),(\d{1,15})\s*(\\?%)?\s*\1\s*$")
+
+
+def decimal_comma(text: str) -> str | None:
+    """The European decimal reading of a bare ``1,5`` / ``0,111`` / ``-2,75``, or None.
+
+    A comma between digits is a list separator or a thousands separator in MATH-style data;
+    it is a decimal comma only where that is unambiguous: the whole answer is one number with
+    one comma, no space after it, and not three digits after it (``1,000`` is a thousand)
+    unless the whole part is 0 (``0,111``). A zero fraction (``2,0``) stays a list: as a
+    decimal it would add nothing, as two values it is a hedge. The caller uses this reading
+    only against a single-value reference (``1,5`` still answers the list ``1, 5``)."""
+    match = _DECIMAL_COMMA.match(text)
+    if match is None:
+        return None
+    whole, frac = match.group(2), match.group(3)
+    if frac.strip("0") == "" or (len(frac) == 3 and whole.lstrip("-") != "0"):
+        return None
+    return f"{whole}.{frac}{match.group(4) or ''}"
+
+
+_LIST_KINDS = ("list", "tuple", "set")
+_ATTACHED_UNIT = re.compile(
+    r"^\s*(\$?)\s*(-?\d[\d,]*(?:\.\d+)?)\s*(?:m|cm|mm|km|kg|g|mg|s|ms|h|min|L|mL|ml|ft|in|yd|mi|lb|oz)"
+    r"(?:\^\s*\{?\s*[23]\s*\}?|[²³])?\s*\1\s*\.?\s*$"
+)
+
+
+def attached_unit(text: str) -> str | None:
+    """``1,000.99m²``, ``12cm``, ``3.5kg``: the number without a unit written against it
+    (a bare number only: ``25 - 5m`` is an expression in m).
+
+    A unit after a space is dropped by the parser (``units: ignore``); one written against
+    the number reads as a product with a variable (``5m`` is 5 times m), so this reading is
+    used only against a reference without symbols, where a product with ``m`` could never
+    be meant. None when the text ends in no such unit."""
+    match = _ATTACHED_UNIT.match(text[-200:])
+    return None if match is None else match.group(2)
+
+
+def _symbol_free(parsed: Any) -> bool:
+    value = parsed[1].value
+    return bool(getattr(value, "free_symbols", {1})) is False
 
 
 def _tolerance(payload: dict[str, Any]) -> Any:
@@ -105,10 +160,33 @@ def _tolerance(payload: dict[str, Any]) -> Any:
 @functools.lru_cache(maxsize=4096)
 def _parse_reference(reference: str) -> Any:
     """References repeat across a GRPO group: each is parsed once per worker (the parse is
-    a pure function of the text; the comparison never mutates it)."""
+    a pure function of the text; the comparison never mutates it).
+
+    References are task data, so two readings apply to them that are never tried on a
+    model's answer: a reference that is a whole worked solution ("... Final Answer: The
+    final answer is $28\\%$. I hope it is correct.") stands for the answer it states, and a
+    chain of equations whose middle does not parse (``1 = \\zzz = x = 0``) for its last
+    side."""
+    from ._latex import MathParseError
     from ._mathparse import parse_answer
 
-    return parse_answer(reference, units=True)
+    try:
+        return parse_answer(reference, units=True)
+    except MathParseError as exc:
+        failure = exc
+    tries: list[str] = []
+    stated = answer_phrase(reference) if len(reference) > 80 else None
+    if stated:
+        tries += [stated, *last_math_segment(stated, stated)]
+    inner = reference.strip().strip("$").strip()
+    if "=" in inner and "\\boxed" not in inner and len(inner) <= 200:
+        tries.append(inner.rsplit("=", 1)[1])
+    for text in tries:
+        try:
+            return parse_answer(text, units=True)
+        except MathParseError:
+            continue
+    raise failure
 
 
 def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
@@ -137,9 +215,18 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
             return {"bad_reference": f"reference {quote(reference)} does not parse: {exc}"}
     out: dict[str, Any] = {"equal": False, "reason": "", "method": "", "matched": None}
     got = None
+    prose = None
+    got_text = prose_text = str(payload["candidate"])
     for index, text in enumerate([str(payload["candidate"]), *payload.get("fallbacks", [])]):
         try:
-            got = parse_answer(text, units=units, boxes=False)
+            got, got_text = parse_answer(text, units=units, boxes=False), text
+            if got[0] == "text" and index + 1 < 1 + len(payload.get("fallbacks", [])):
+                # A sentence read as words ("The maximum number ... is 19"): the value it
+                # states (a fallback) is the answer; the words are the last resort.
+                if prose is None:
+                    prose, prose_text = got, text
+                got = None
+                continue
             break
         except MathParseError as exc:
             if index == 0:
@@ -147,6 +234,8 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
         except _SYMPY_REFUSALS as exc:  # belt and braces: the parser should have said why
             if index == 0:
                 out["reason"] = f"could not parse the answer as math ({type(exc).__name__})"
+    if got is None:
+        got, got_text = prose, prose_text
     if got is None:
         out["unparsable"] = True
         return out
@@ -158,9 +247,26 @@ def equivalent(payload: dict[str, Any]) -> dict[str, Any]:
     # else (an AssertionError, a bug) escapes and the item is an error, never a silent 0.
     sympy_refusals = (*_SYMPY_REFUSALS, SympifyError, BasePolynomialError)
     reasons: list[str] = []
+    commas = bool(payload.get("decimal_comma", True))
+    got_decimal = decimal_comma(got_text) if commas else None
+    got_bare = attached_unit(got_text) if units else None
     for reference, want in parsed_refs:
+        # One reading per side, chosen by the other side's shape (see decimal_comma and
+        # attached_unit): never two readings of one answer against one reference.
+        ref_decimal = decimal_comma(reference) if commas else None
         try:
-            ok, why = equal_pieces(got, want, tol)
+            if got[0] in _LIST_KINDS and want[0] == "expr" and got_decimal is not None:
+                got_read = parse_answer(got_decimal, units=units, boxes=False)
+            elif got_bare is not None and want[0] == "expr" and _symbol_free(want):
+                got_read = parse_answer(got_bare, units=units, boxes=False)
+            else:
+                got_read = got
+            if want[0] in _LIST_KINDS and got_read[0] == "expr" and ref_decimal is not None:
+                want = _parse_reference(ref_decimal)
+        except MathParseError:
+            got_read = got
+        try:
+            ok, why = equal_pieces(got_read, want, tol)
         except sympy_refusals as exc:
             ok, why = False, f"could not compare ({type(exc).__name__})"
         if ok:
@@ -232,7 +338,7 @@ class MathAnswer(Verifier[MathSpec]):
         if spec.multiple_boxed == "group" and source in ("boxed", "answer_tag", "answer_phrase"):
             # extract_answer keeps the last box; the whole final group of boxes is the answer.
             text = completion_text(trajectory)
-            text = strip_thinking(text) if spec.strip_thinking else text
+            text = end_of_turn(strip_thinking(text) if spec.strip_thinking else text)
             if source == "answer_tag":
                 text = answer_tag(text) or ""
             elif source == "answer_phrase":
@@ -246,8 +352,18 @@ class MathAnswer(Verifier[MathSpec]):
         region = answer
         if source == "last_line":
             region = completion_text(trajectory)
-            region = strip_thinking(region) if spec.strip_thinking else region
+            region = end_of_turn(strip_thinking(region) if spec.strip_thinking else region)
         details: dict[str, Any] = {"answer": answer[:200], "source": source}
+        fallbacks = last_math_segment(
+            answer, region, sentences=source in ("last_line", "answer_phrase")
+        )
+        if len(answer) > spec.max_answer_chars and source in ("last_line", "answer_phrase"):
+            # A one-paragraph solution without a box: its last line is the whole text, and
+            # the answer is the formula or number its last sentence gives.
+            short = [f for f in fallbacks if len(f) <= spec.max_answer_chars]
+            if short:
+                answer, fallbacks = short[0], short[1:]
+                details["answer"] = answer[:200]
         if len(answer) > spec.max_answer_chars:
             return Result.failed(
                 f"answer is {len(answer)} characters long (limit {spec.max_answer_chars}); "
@@ -274,7 +390,8 @@ class MathAnswer(Verifier[MathSpec]):
             "named_equations": spec.named_equations,
             "sets_match_tuples": spec.sets_match_tuples,
             "inequality_for_interval": spec.inequality_for_interval,
-            "fallbacks": last_math_segment(answer, region),
+            "decimal_comma": spec.decimal_comma,
+            "fallbacks": fallbacks,
         }
         out, limit = await _compare(ctx, payload, spec.timeout_s)
         if out is None:

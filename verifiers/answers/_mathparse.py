@@ -43,6 +43,8 @@ MAX_SYMBOLIC_EXPONENT = 200
 MAX_POWER_DIGITS = 5_000
 """Largest estimated number of digits of an integer power."""
 MAX_FACTORIAL = 1_000
+MAX_BIG_OPERATOR_TERMS = 1_000
+"""Most terms of a ``\\sum``/``\\prod`` with numeric limits that is evaluated term by term."""
 """Largest integer argument of factorial and binomial."""
 
 Parsed = tuple[str, Any]
@@ -159,6 +161,12 @@ class _Builder:
                 return sympy.ImmutableMatrix([list(row) for row in args])
             if any(isinstance(arg, _Row) for arg in args):
                 raise MathParseError("a matrix row outside a matrix")
+            if name == "det":
+                if not _is_matrix(args[0]) or args[0].shape[0] != args[0].shape[1]:
+                    raise MathParseError("a determinant needs a square matrix")
+                return args[0].det()
+            if name in ("summation", "product", "integral", "limit"):
+                return _big_operator(name, args)
             if name in ("factorial", "binomial"):
                 for arg in args:
                     if _is_matrix(arg):
@@ -169,6 +177,82 @@ class _Builder:
                         )
             return _fn(name)(*args)
         raise MathParseError(f"unsupported syntax: {type(node).__name__}")
+
+
+_BOUND = "bound_index_"
+"""Prefix of the canonical names of summation indices (letters only: never a model's name,
+which the tokenizer splits into single letters)."""
+
+
+def _big_operator(name: str, args: list[Any]) -> Any:
+    """``\\sum``/``\\prod``/``\\int`` over ``idx`` from ``lo`` to ``hi``; ``\\lim`` of the body as
+    ``idx`` tends to ``lo`` (``hi`` is the side: 0 both, 1 from above, -1 from below).
+
+    A sum or product is evaluated when its body is a polynomial in the index (closed forms:
+    ``\\sum_{k=1}^{n} k``) or its limits are integers at most :data:`MAX_BIG_OPERATOR_TERMS`
+    apart; otherwise it stays unevaluated and compares by structure. A definite integral is
+    evaluated by sympy (in the worker, under the spec's ``timeout_s``)."""
+    body, var, lo, hi = args
+    if not isinstance(var, sympy.Symbol) or any(_is_matrix(a) for a in args):
+        raise MathParseError(f"bad {name} limits")
+    # The index is a bound name: \\sum_{k} and \\sum_{j} of the same terms are one sum. It is
+    # renamed by nesting level (an inner sum, built first, holds the lower levels).
+    level = 1 + max(
+        (int(s.name[len(_BOUND) :]) for s in body.free_symbols if s.name.startswith(_BOUND)),
+        default=-1,
+    )
+    index = sympy.Symbol(f"{_BOUND}{level}")
+    body = body.subs(var, index)
+    variable_powers = [
+        p for p in body.atoms(sympy.Pow) if p.exp.free_symbols and p.base.free_symbols
+    ]
+    too_complex = sympy.count_ops(body) > MAX_INTEGRAND_OPS or bool(variable_powers)
+    if name == "limit":
+        # sympy's limit has no time bound either: small bodies only, in the worker; one
+        # variable exponent is allowed ((1 + 1/n)^n), a tower of them (x^{x^x}) is not.
+        if sympy.count_ops(body) > MAX_INTEGRAND_OPS or len(variable_powers) > 1:
+            raise MathParseError("limit too complex to evaluate; give its value")
+        direction = {0: "+-", 1: "+", -1: "-"}.get(int(hi), "+-")
+        value = sympy.limit(body, index, lo, dir=direction)
+        if isinstance(value, sympy.Limit) or value.has(sympy.AccumBounds):
+            raise MathParseError("a limit sympy cannot evaluate")
+        return value
+    if name == "integral":
+        # sympy's integrator has no time bound (the worker's timeout is the backstop): only
+        # small integrands without a variable exponent (x^x) are integrated.
+        if too_complex:
+            raise MathParseError("integral too complex to evaluate; give its value")
+        return sympy.Integral(body, (index, lo, hi)).doit()
+    cls = sympy.Sum if name == "summation" else sympy.Product
+    value = cls(body, (index, lo, hi))
+    if name == "summation" and body.is_polynomial(index) and sympy.degree(body, index) <= 6:
+        return sympy.expand(value.doit())
+    if lo.is_number and hi.is_number:
+        if not (lo.is_Integer and hi.is_Integer):
+            raise MathParseError(f"{name} limits must be integers")
+        if int(hi) - int(lo) <= MAX_BIG_OPERATOR_TERMS:
+            return _fold(name, body, index, int(lo), int(hi))
+    return value
+
+
+MAX_INTEGRAND_OPS = 30
+"""Largest integrand (sympy operation count) a definite integral is evaluated for."""
+MAX_FOLD_BITS = 20_000
+"""Largest exact number (in bits) a sum or product of numeric terms may grow to
+(``\\prod_{k=1}^{1000} k^{1000}`` would have millions of digits)."""
+
+
+def _fold(name: str, body: Any, index: Any, lo: int, hi: int) -> Any:
+    """Term by term, with the size of the running value bounded at every step."""
+    total: Any = sympy.Integer(0 if name == "summation" else 1)
+    for k in range(lo, hi + 1):
+        term = body.subs(index, k)
+        total = total + term if name == "summation" else total * term
+        if total.is_Rational and max(abs(total.p), abs(total.q)).bit_length() > MAX_FOLD_BITS:
+            raise MathParseError(f"{name} too large to evaluate")
+        if sympy.count_ops(total) > MAX_NODES:
+            raise MathParseError(f"{name} too large to evaluate")
+    return total
 
 
 class _Row(list[Any]):
@@ -276,6 +360,14 @@ def _piece(piece: Piece) -> Parsed:
     if piece.kind == "text":
         return ("text", piece.text)
     items = [_piece(p) for p in piece.items]
+    if piece.kind == "builder":
+        (condition,) = items
+        if condition[0] != "rel":
+            return condition  # "{x | x ∈ [1, 2]}": the set named after the bar
+        as_set = _relation_set(condition[1])
+        if as_set is None:
+            raise MathParseError("a set-builder condition this parser cannot solve")
+        return as_set
     if piece.kind == "interval":
         return ("interval", (items[0], items[1], piece.closed))
     if piece.kind == "eq":
@@ -393,6 +485,12 @@ def equal_exprs(a: Any, b: Any, tol: Tolerance, decimal: bool = False) -> tuple[
             if not equal_exprs(x, y, tol, decimal)[0]:
                 return False, "matrix entries differ"
         return True, "matrix"
+    if a.has(sympy.Sum, sympy.Product, sympy.Integral) or b.has(
+        sympy.Sum, sympy.Product, sympy.Integral
+    ):
+        # An unevaluated sum (symbolic limits, opaque terms such as F_{n-k-1}): sampling
+        # cannot substitute into its limits, so only the same sum written alike is equal.
+        return bool(sympy.expand(a - b) == 0), "structural"
     if a.has(*_INFINITE) or b.has(*_INFINITE):
         # Only a plain infinity equals an infinity; simplify() on oo - f(x) can run forever.
         return (a in _INFINITE and a == b), "structural"
