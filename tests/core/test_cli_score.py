@@ -153,6 +153,7 @@ def test_cache_is_used_on_a_second_run(scored_input: Path, tmp_path: Path) -> No
     env = {"VERIFIERS_CACHE_DIR": str(tmp_path / "cache")}
     summary = tmp_path / "s.json"
     args = ("score", scored_input, "-o", tmp_path / "o.jsonl", "--summary-json", summary, "-q")
+    args += ("--force",)  # the second run overwrites the first one's output on purpose
     assert cli(*args, cwd=tmp_path, env=env).returncode == 0
     assert cli(*args, cwd=tmp_path, env=env).returncode == 0
     assert (tmp_path / "cache" / "results.sqlite").exists()

@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(args_list)
     except _ParserExit as exc:  # --help, or a usage error already printed
         return exc.status
+    args.argv = args_list  # for the `--resume` command printed after an interrupt
     if args.version:
         from .. import __version__
 
