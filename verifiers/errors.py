@@ -97,9 +97,13 @@ class UnknownVerifier(BadInput):
     """No verifier is registered under the requested name."""
 
     def __init__(self, name: str, installed: list[str]) -> None:
+        import difflib
+
         listing = ", ".join(installed) if installed else "none"
+        close = difflib.get_close_matches(name[:200], installed, n=1, cutoff=0.6)
+        guess = f"did you mean {close[0]!r}? " if close else ""
         super().__init__(
-            f"unknown verifier {name!r}; installed: {listing}",
+            f"unknown verifier {name!r}; {guess}installed: {listing}",
             hint="check task.verifier, or install the plugin that provides it",
         )
         self.name = name

@@ -101,3 +101,15 @@ def test_diagnose_never_reads_a_pipe_or_raises(tmp_path: Path) -> None:
     assert "JSON Lines" in diagnose_input(tmp_path / "missing.jsonl")
     assert "JSON Lines" in diagnose_input(Path("-"))
     assert "JSON Lines" in diagnose_input(tmp_path)
+
+
+def test_unknown_verifier_suggests_the_closest_name() -> None:
+    from verifiers import get_verifier
+    from verifiers.errors import UnknownVerifier
+
+    with pytest.raises(UnknownVerifier) as info:
+        get_verifier("answer.exakt")
+    assert "did you mean 'answer.exact'?" in str(info.value)
+    with pytest.raises(UnknownVerifier) as info:
+        get_verifier("zzzz")
+    assert "did you mean" not in str(info.value)

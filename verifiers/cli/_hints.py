@@ -28,7 +28,10 @@ def diagnose_input(path: Path) -> str:
 
     Never raises: an unreadable file gets the generic advice.
     """
-    generic = "see the first errors above; each line must be one JSON object (JSON Lines)"
+    generic = (
+        "each line must be one JSON object (JSON Lines); the first errors in the summary "
+        "(and each result's error.message) say what is wrong"
+    )
     try:
         if not path.is_file():
             return generic
