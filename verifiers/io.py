@@ -322,7 +322,7 @@ def _iter_parquet(path: Path) -> Iterator[InputRecord]:
     except ImportError:
         from .errors import MissingDependency
 
-        raise MissingDependency("pyarrow", "all") from None
+        raise MissingDependency("pyarrow", "parquet") from None
     try:
         reader = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
@@ -622,7 +622,7 @@ class ParquetResultWriter(ResultWriter):
         except ImportError:
             from .errors import MissingDependency
 
-            raise MissingDependency("pyarrow", "all") from None
+            raise MissingDependency("pyarrow", "parquet") from None
         self.path = path
         self.count = 0
         self._pa = pa
