@@ -195,3 +195,16 @@ def test_quiet_silences_per_item_warnings(tmp_path: Path) -> None:
     assert "verifiers: warning: verifier code.tests allows up to" in loud.stderr
     quiet = cli(*args, "-o", tmp_path / "b.jsonl", "-q", cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
+
+
+def test_in_process_main_leaves_logging_as_it_was(tmp_path: Path) -> None:
+    import logging
+
+    from verifiers.cli import main
+
+    logger = logging.getLogger("verifiers")
+    before = (logger.level, logger.propagate, list(logger.handlers))
+    src = write_jsonl(tmp_path / "in.jsonl", [code_item("c1")])
+    argv = ["score", str(src), "-o", str(tmp_path / "o.jsonl"), "--sandbox", "none", "-q"]
+    assert main([*argv, "--no-cache"]) == 0
+    assert (logger.level, logger.propagate, list(logger.handlers)) == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -369,7 +370,19 @@ def run_score(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.summary_json is not None and not args.summary_json.resolve().parent.is_dir():
         raise BadInput(f"directory of --summary-json {str(args.summary_json)!r} does not exist")
     settings = _settings(args)
-    _configure_logging(args.quiet, stderr)
+    with _cli_logging(args.quiet, stderr):
+        return _score(args, settings, input_path, output, fmt, stdout, stderr)
+
+
+def _score(
+    args: argparse.Namespace,
+    settings: EngineSettings,
+    input_path: Path,
+    output: Path,
+    fmt: Format,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
     if settings.cache is not False:
         # Fail fast, as one line with a hint, instead of one error result per item.
         from ..cache import ResultCache, default_cache_path
@@ -473,15 +486,23 @@ class _CliLogHandler(logging.Handler):
             self.handleError(record)
 
 
-def _configure_logging(quiet: bool, stderr: TextIO) -> None:
-    """``-q`` keeps errors only: per-item warnings (retries, budgets) are silenced."""
+@contextlib.contextmanager
+def _cli_logging(quiet: bool, stderr: TextIO) -> Iterator[None]:
+    """Library warnings as one ``verifiers: warning:`` line each on stderr for this run;
+    ``-q`` keeps errors only (per-item warnings: retries, budgets). The logger's state is put
+    back afterwards, so ``main()`` called in process (tests, notebooks) leaves logging alone."""
     logger = logging.getLogger("verifiers")
-    for handler in list(logger.handlers):
-        if isinstance(handler, _CliLogHandler):
-            logger.removeHandler(handler)
-    logger.addHandler(_CliLogHandler(stderr))
+    saved = (logger.level, logger.propagate)
+    handler = _CliLogHandler(stderr)
+    logger.addHandler(handler)
     logger.setLevel(logging.ERROR if quiet else logging.WARNING)
     logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
 
 
 def _fmt(value: float | None, spec: str) -> str:
