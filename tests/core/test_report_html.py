@@ -26,13 +26,15 @@ from verifiers.report import ROWS_PER_STATUS, build_report, write_report
 SCRIPT = Path(sys.executable).parent / "verifiers"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 
-XSS = [
-    "<img src=x onerror=\"document.title='pwned'\">",
-    "</script><script>document.body.dataset.pwned='1'</script>",
-    '"><svg onload="document.body.dataset.pwned=\'2\'">',
-    "</td></tr></tbody></table><h1 id=injected>x</h1>",
-    "\u2028\u2029 ${alert(1)} {{7*7}} &lt;b&gt; &amp;",
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = [
+    json.loads(line)
+    for line in (REPO / "datasets/report/hostile_text.jsonl").read_text().splitlines()
 ]
+XSS = [entry["text"] for entry in CORPUS]
+"""Hostile text by family (tags, breaking out of the table or the data block, attributes,
+URLs, CSS, script contexts, pre-escaped entities, control characters): model feedback and
+anything else a scored file carries."""
 
 
 def _write(path: Path, results: list[Result]) -> Path:
@@ -99,6 +101,37 @@ def tags(text: str) -> list[tuple[str, dict[str, str | None]]]:
     return parser.tags
 
 
+def injected(found: list[tuple[str, dict[str, str | None]]]) -> list[str]:
+    """What in a page could only have come from hostile text."""
+    bad = [t for t, _ in found if t in ("img", "iframe", "details", "a", "b")]
+    if sum(t == "style" for t, _ in found) != 1 or sum(t == "h1" for t, _ in found) != 1:
+        bad.append("style or h1")  # the page has one of each of its own
+    bad += [f"{t} {k}" for t, a in found for k in a if k.startswith("on")]
+    bad += [t for t, a in found if a.get("id") == "injected" or a.get("http-equiv") == "refresh"]
+    scripts = [a for t, a in found if t == "script"]
+    if len(scripts) != 2:  # the data block and the page's own script, nothing else
+        bad.append(f"{len(scripts)} scripts")
+    return bad
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[f"{e['family']}-{e['name']}" for e in CORPUS])
+def test_hostile_text_never_becomes_markup(tmp_path: Path, entry: dict[str, str]) -> None:
+    text = entry["text"]
+    results = [
+        _stamped(Result.scored(0.0, feedback=text), id=text, verifier=text),
+        _stamped(Result.errored("verifier", text, line=3), id=f"e-{text}", verifier=f"v@{text}"),
+        _stamped(Result.scored(1.0), id="ok", verifier="answer.exact@1"),
+    ]
+    page = build_report(_write(tmp_path / "s.jsonl", results))
+    assert injected(tags(page)) == []
+    block = page.split('<script type="application/json" id="rows">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in block and ">" not in block and "\u2028" not in block
+    rows = json.loads(block)
+    assert {r["status"] for r in rows} == {"fail", "error"}
+    expected = " ".join(text.split())[:399]
+    assert all(r["text"].startswith(expected[:50]) for r in rows)  # kept as data, as written
+
+
 def test_page_has_every_section_and_escapes_everything(tmp_path: Path) -> None:
     scored = _write(tmp_path / "s.jsonl", sample_results())
     text = build_report(scored)
@@ -115,7 +148,7 @@ def test_page_has_every_section_and_escapes_everything(tmp_path: Path) -> None:
     assert "<" not in block and ">" not in block and "\u2028" not in block
     rows = json.loads(block)
     assert {r["text"] for r in rows} >= set(XSS[:4])  # kept as data, exactly
-    assert len(rows) == 130 + 5 + 7 + 1  # every fail and error, no pass
+    assert len(rows) == 130 + len(XSS) + 7 + 1  # every fail and error, no pass
     # per-verifier statistics, readable errors by kind, components, metadata
     assert "code.tests@1" in text and "render.blender@1" in text
     assert re.search(r"<th>bad_input</th>.*<th>infra</th>", text)
@@ -231,7 +264,7 @@ def test_browser_renders_the_table_and_a_screenshot(report_page: Path, tmp_path:
     assert 'data-ready="1"' in dom  # the page's script ran to the end
     rows = dom_rows(dom)
     assert len(rows) == 50  # the first page
-    assert re.search(r'id="shown">143 of 143 rows; page 1 of 3<', dom)
+    assert re.search(r'id="shown">158 of 158 rows; page 1 of 4<', dom)
     shot = tmp_path / "report.png"
     chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,2000", report_page.as_uri())
     image = Image.open(shot).convert("RGB")
@@ -248,14 +281,14 @@ def test_browser_filters_from_the_url_hash(report_page: Path, tmp_path: Path) ->
     found = chromium(tmp_path, "--dump-dom", report_page.as_uri() + "#q=test_12%20failed")
     assert [r["data-n"] for r in dom_rows(found)] == ["133"]  # f12 is the 133rd result
     assert "test_12 failed" in found
-    third = dom_rows(chromium(tmp_path, "--dump-dom", report_page.as_uri() + "#page=3"))
-    assert len(third) == 143 - 100
+    last = dom_rows(chromium(tmp_path, "--dump-dom", report_page.as_uri() + "#page=4"))
+    assert len(last) == 158 - 150
     both = chromium(
         tmp_path, "--dump-dom", report_page.as_uri() + "#status=fail&verifier=code.tests%401&page=2"
     )
     second = dom_rows(both)
     assert len(second) == 50 and second[0]["data-n"] == "171"  # the 51st code.tests failure
-    assert "130 of 143 rows; page 2 of 3" in both
+    assert "130 of 158 rows; page 2 of 3" in both
 
 
 @pytest.mark.browser
@@ -266,4 +299,5 @@ def test_browser_runs_no_hostile_text(report_page: Path, tmp_path: Path) -> None
     assert not any("data-pwned" in a for _, a in found)
     assert not any(t in ("img", "svg") and ("onerror" in a or "onload" in a) for t, a in found)
     assert not any(a.get("id") == "injected" for _, a in found)
+    assert injected(found) == []
     assert "&lt;img src=x onerror=" in dom  # shown as text in its cell
