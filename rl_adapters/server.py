@@ -536,11 +536,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--concurrency", type=int, help="items verified at once (engine)")
-    p.add_argument("--timeout-s", type=float, help="per-item deadline, seconds")
+    # The same flags as `verifiers score` for the same settings (--timeout, --no-cache,
+    # --cache-path); --timeout-s and --cache on|off|PATH stay for existing command lines.
+    p.add_argument(
+        "--timeout", "--timeout-s", dest="timeout_s", type=float, help="per-item deadline, seconds"
+    )
     p.add_argument("--retries", type=int, help="retries for infra errors")
     p.add_argument("--sandbox", choices=["auto", "docker", "local", "fake", "none"])
     p.add_argument("--workers", type=int, help="worker processes for CPU-heavy checks")
     p.add_argument("--cache", help="'on', 'off' or a cache file path")
+    p.add_argument("--no-cache", dest="cache", action="store_const", const="off", help="no cache")
+    p.add_argument("--cache-path", dest="cache", metavar="PATH", help="cache database file")
     p.add_argument("--verifier", help="default verifier for OpenRLHF labels")
     p.add_argument("--spec", help="its spec, as JSON")
     p.add_argument(

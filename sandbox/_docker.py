@@ -167,7 +167,9 @@ def connect(settings: SandboxSettings, timeout: float = 60.0, pool: int = 10) ->
             settings.docker_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         )
         raise SandboxUnavailable(
-            f"Docker engine not reachable at {where}: {type(exc).__name__}", hint=_DOCKER_HINT
+            f"Docker engine not reachable at {where}: {type(exc).__name__}",
+            hint=_DOCKER_HINT,
+            retryable=False,
         ) from None
     return client
 
@@ -341,6 +343,7 @@ class DockerProvider(SandboxProvider):
             raise SandboxUnavailable(
                 f"sandbox image {image!r} is not built ({tag})",
                 hint=f"run `verifiers sandbox build {image}`",
+                retryable=False,
             ) from None
         self._tags[image] = tag
         return tag

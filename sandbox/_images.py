@@ -105,6 +105,7 @@ def get_image(name: str, settings: SandboxSettings) -> ImageDef:
         raise SandboxUnavailable(
             f"no sandbox image named {name!r} (known: {known})",
             hint="add sandbox/images/<name>/runtime.toml (see docs/sandbox.md)",
+            retryable=False,
         )
     return images[name]
 

@@ -53,6 +53,7 @@ class RunnerLaunch:
             raise SandboxUnavailable(
                 f"the runtime's interpreter {self.local_python} is missing",
                 hint=self.local_hint or "build the runtime (see docs/sandbox.md)",
+                retryable=False,
             )
         return self.local_python
 
@@ -76,6 +77,7 @@ def runner_launch(image: ImageDef) -> RunnerLaunch:
         raise SandboxUnavailable(
             f"runtime definition of {image.name!r} is invalid: {exc}",
             hint=f"fix {image.path / 'runtime.toml'} (see docs/sandbox.md)",
+            retryable=False,
         ) from None
     if runtime is None:
         return RunnerLaunch()

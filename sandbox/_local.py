@@ -205,6 +205,7 @@ def detect_isolation(preferred: str = "auto") -> Isolation:
             raise SandboxUnavailable(
                 f"local sandbox isolation {preferred!r} does not work on this machine",
                 hint="apt-get install bubblewrap, or use local_isolation='auto'",
+                retryable=False,
             )
         return preferred  # type: ignore[return-value]
     if preferred == "none":
@@ -311,12 +312,14 @@ class LocalProvider(SandboxProvider):
                 f"sandbox image {image!r} has no runtime.toml, so the local backend cannot "
                 "run it (it is a Docker-only image)",
                 hint=f"use --sandbox docker, or define sandbox/images/{image}/runtime.toml",
+                retryable=False,
             )
         if self.isolation != "bwrap":
             raise SandboxUnavailable(
                 f"the local backend runs runtime {image!r} in its root filesystem, which needs "
                 f"bubblewrap (isolation here: {self.isolation})",
                 hint="apt-get install bubblewrap, or use --sandbox docker",
+                retryable=False,
             )
         root = ready_rootfs(runtime, self.settings)
         self._roots[image] = (runtime, root)

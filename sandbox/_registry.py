@@ -97,10 +97,13 @@ def get_backend(name: str) -> type[SandboxProvider]:
         raise SandboxUnavailable(
             f"sandbox backend {name!r} ({target}) failed to load: {exc}",
             hint="reinstall the plugin that provides it",
+            retryable=False,
         ) from None
     except (AttributeError, TypeError) as exc:
         _problems[name] = str(exc)
-        raise SandboxUnavailable(f"sandbox backend {name!r} is broken: {exc}") from None
+        raise SandboxUnavailable(
+            f"sandbox backend {name!r} is broken: {exc}", retryable=False
+        ) from None
     _registered[name] = cls
     return cls
 

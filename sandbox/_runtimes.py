@@ -431,6 +431,7 @@ def ready_rootfs(runtime: Runtime, settings: SandboxSettings) -> Path:
             f"sandbox runtime {runtime.name!r} is not built for its current definition "
             f"(expected {root})",
             hint=f"run `verifiers sandbox build {runtime.name}`",
+            retryable=False,
         )
     return root
 

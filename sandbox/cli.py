@@ -234,12 +234,11 @@ def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
                 built = True
             except Exception:  # ImageNotFound or engine error: not usable either way
                 built = False
-        row(
-            f"image {name}",
-            built,
-            tag if built else f"{tag} (run `verifiers sandbox build {name}`)",
-            required=False,
-        )
+        if client is None:  # say why: "not built" would send the user to the wrong fix
+            detail = f"{tag}: unknown, the Docker engine is unreachable (see above)"
+        else:
+            detail = tag if built else f"{tag} (run `verifiers sandbox build {name}`)"
+        row(f"image {name}", built, detail, required=False)
     for tool in ("bwrap", "unshare"):
         works = _probe_cached(tool)  # type: ignore[arg-type]
         where = shutil.which(tool) or "not installed"

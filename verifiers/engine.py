@@ -38,6 +38,7 @@ from .errors import (
     InfraError,
     InvalidOutput,
     InvalidSettings,
+    RunAborted,
     SandboxUnavailable,
     VerifierError,
 )
@@ -78,6 +79,12 @@ class EngineSettings(BaseModel):
     """Extra attempts for ``infra`` errors (only those)."""
     retry_backoff_s: float = Field(default=0.5, ge=0)
     """First backoff; doubles each retry."""
+    fail_fast_after: int = Field(default=0, ge=0)
+    """Stop :meth:`Engine.stream` with :class:`~verifiers.errors.RunAborted` after this many
+    identical non-retryable infra errors in a row (no Docker engine, a runtime not built, a
+    missing extra): a run that cannot judge anything should say so once, not write 20k
+    errors. ``0`` (the library default) never stops: a trainer's adapter keeps abstaining.
+    ``verifiers score`` uses 10 (``--fail-fast-after``)."""
     cache: bool | Path = False
     """``True`` for the default cache file, a path for a specific one, ``False`` for none."""
     sandbox: str = "auto"
@@ -148,11 +155,16 @@ class _LazySandboxes:
                 raise SandboxUnavailable(
                     "sandboxes are disabled (--sandbox none)",
                     hint="use --sandbox auto, docker or local",
+                    retryable=False,
                 )
             try:
                 from verifiers.sandbox import open_provider
             except ImportError as exc:
-                raise SandboxUnavailable(f"sandbox package unavailable: {exc}") from None
+                raise SandboxUnavailable(
+                    f"sandbox package unavailable: {exc}",
+                    hint="pip install 'verifiers[sandbox]'",
+                    retryable=False,
+                ) from None
             settings = None
             if self.pool_size is not None:
                 from verifiers.sandbox import SandboxSettings
@@ -247,7 +259,37 @@ class Engine:
 
         ``items`` may hold ready-made ``Result`` objects (e.g. ``bad_input`` results a reader
         made for unparsable lines); they pass through in place.
+
+        Raises:
+            RunAborted: ``settings.fail_fast_after`` identical non-retryable infra errors came
+                in a row; the results of that streak are not yielded (they were not judged).
         """
+        limit = self.settings.fail_fast_after
+        if not limit:
+            async for result in self._ordered(items):
+                yield result
+            return
+        # Fail fast: results of a streak of identical non-retryable infra errors are held back
+        # (at most ``limit``); a different result releases them, the limit-th aborts the run.
+        # What was yielded is then all judged, so ``--resume`` re-scores the streak's items.
+        held: list[Result] = []
+        async for result in self._ordered(items):
+            streak = _unretryable(result)
+            if held and (streak is None or streak != _unretryable(held[0])):
+                for earlier in held:
+                    yield earlier
+                held.clear()
+            if streak is None:
+                yield result
+                continue
+            held.append(result)
+            if len(held) >= limit:
+                message, hint = streak
+                raise RunAborted(message, hint=hint, count=len(held))
+        for earlier in held:
+            yield earlier
+
+    async def _ordered(self, items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Result]:
         window = self.settings.window or 4 * self.settings.concurrency
         pending: deque[asyncio.Task[Result] | Result] = deque()
 
@@ -441,7 +483,11 @@ class Engine:
                     )
                 return ctx.account(result)  # details["resources"] of its sandbox jobs
             except InfraError as exc:
-                if attempt > self.settings.retries or time.monotonic() + backoff >= deadline:
+                if (
+                    not exc.retryable
+                    or attempt > self.settings.retries
+                    or time.monotonic() + backoff >= deadline
+                ):
                     result = _error_result(exc, self.settings.timeout_s)
                     assert result.error is not None
                     return result.model_copy(
@@ -546,11 +592,26 @@ def _error_result(exc: Exception, timeout_s: float) -> Result:
     if isinstance(exc, TimeoutError):
         return Result.errored("timeout", f"verifier did not finish within {timeout_s:g}s")
     if isinstance(exc, VerifierError):
-        return Result.errored(exc.kind, str(exc))  # type: ignore[arg-type]
+        details: dict[str, Any] | None = None
+        if exc.kind == "infra" and not exc.retryable:
+            # Marks a cause a retry cannot fix, for fail-fast (Engine.stream) and for readers.
+            details = {"infra": {"retryable": False, "message": exc.message, "hint": exc.hint}}
+        return Result.errored(exc.kind, str(exc), details=details)  # type: ignore[arg-type]
     if isinstance(exc, ValidationError):
         return Result.errored("verifier", f"invalid result: {validation_message(exc)}")
     log.debug("verifier raised", exc_info=exc)
     return Result.errored("verifier", f"{type(exc).__name__}: {exc}")
+
+
+def _unretryable(result: Result) -> tuple[str, str | None] | None:
+    """``(message, hint)`` of a non-retryable infra error result, else ``None``."""
+    if result.error is None or result.error.kind != "infra":
+        return None
+    infra = result.details.get("infra")
+    if not isinstance(infra, dict) or infra.get("retryable") is not False:
+        return None
+    hint = infra.get("hint")
+    return str(infra.get("message") or result.error.message), None if hint is None else str(hint)
 
 
 async def _aiter(items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Item]:

@@ -11,12 +11,21 @@ result carries::
     │   ├── InvalidSettings       kind="bad_input" engine settings out of range (also a ValueError)
     │   └── ResourceExhausted     kind="bad_input" judging the input needs more memory than allowed
     ├── InfraError                kind="infra"     something outside the verifier broke
-    │   └── SandboxUnavailable    kind="infra"     no sandbox provider could be reached
+    │   ├── SandboxUnavailable    kind="infra"     no sandbox provider could be reached
+    │   └── RunAborted            kind="infra"     stopped: the same non-retryable infra error
+    │                                              N times in a row (raised by Engine.stream)
     ├── VerifierTimeout           kind="timeout"   the per-item deadline passed
     ├── MissingDependency         kind="infra"     an optional extra is not installed
     └── InvalidOutput             (no error)       the model's output broke the check: a ``fail``
 
-Only ``InfraError`` (and its subclasses) is retried by the engine.
+Only ``InfraError`` (and its subclasses) is retried by the engine, and only while
+``retryable`` is true. ``retryable`` is decided where the error is raised, by the code that
+knows the cause: a container that failed to start may start next time (retryable, the class
+default of ``InfraError``); no Docker engine, an image or runtime that is not built, a missing
+extra, ``--sandbox none`` cannot succeed on a retry (``retryable=False``, and always for
+``MissingDependency``). The engine records a non-retryable infra error on the result
+(``details["infra"]``) and, when ``EngineSettings.fail_fast_after`` is set, stops the run after
+that many identical ones in a row with :class:`RunAborted` (the CLI's default is 10).
 
 ``InvalidOutput`` is how any verifier says "the model's text caused this": a parse failure, an
 overflow, a sympy ``TypeError`` on a formula the model wrote. The engine's error boundary turns
@@ -41,6 +50,7 @@ __all__ = [
     "InvalidSettings",
     "MissingDependency",
     "ResourceExhausted",
+    "RunAborted",
     "SandboxUnavailable",
     "UnknownVerifier",
     "VerifierError",
@@ -54,14 +64,22 @@ class VerifierError(Exception):
     Attributes:
         kind: The ``ErrorInfo.kind`` an engine records when this escapes a verifier.
         hint: An optional one-line fix a user can act on (printed by the CLI).
+        retryable: Whether trying the same item again can succeed. A class default (true for
+            :class:`InfraError`, false elsewhere), overridden where the error is raised by
+            the code that knows the cause (``SandboxUnavailable(..., retryable=False)``).
     """
 
     kind: ClassVar[str] = "verifier"
+    retryable: bool = False
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, hint: str | None = None, retryable: bool | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        if retryable is not None:
+            self.retryable = retryable
 
     def __str__(self) -> str:
         if self.hint:
@@ -79,9 +97,13 @@ class UnknownVerifier(BadInput):
     """No verifier is registered under the requested name."""
 
     def __init__(self, name: str, installed: list[str]) -> None:
+        import difflib
+
         listing = ", ".join(installed) if installed else "none"
+        close = difflib.get_close_matches(name[:200], installed, n=1, cutoff=0.6)
+        guess = f"did you mean {close[0]!r}? " if close else ""
         super().__init__(
-            f"unknown verifier {name!r}; installed: {listing}",
+            f"unknown verifier {name!r}; {guess}installed: {listing}",
             hint="check task.verifier, or install the plugin that provides it",
         )
         self.name = name
@@ -109,13 +131,33 @@ class ResourceExhausted(BadInput):
 
 
 class InfraError(VerifierError):
-    """Something outside the verifier failed (sandbox, worker process, disk). Retried."""
+    """Something outside the verifier failed (sandbox, worker process, disk).
+
+    Retried unless raised with ``retryable=False`` (a cause a retry cannot fix).
+    """
 
     kind = "infra"
+    retryable = True
 
 
 class SandboxUnavailable(InfraError):
     """No sandbox could be started; ``hint`` says how to fix it."""
+
+
+class RunAborted(InfraError):
+    """A run stopped early: the same non-retryable infra error came ``count`` times in a row.
+
+    Raised by :meth:`verifiers.Engine.stream` when ``EngineSettings.fail_fast_after`` is set
+    (the CLI's default is 10). Every result yielded before it is a real verdict; the items of
+    the streak were not judged and were not yielded, so a resumed run scores them again.
+    ``message`` is the repeated error, ``hint`` its fix.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, hint: str | None, count: int) -> None:
+        super().__init__(message, hint=hint, retryable=False)
+        self.count = count
 
 
 class VerifierTimeout(VerifierError):
@@ -128,11 +170,13 @@ class MissingDependency(VerifierError):
     """An optional dependency is missing; the message names the extra to install."""
 
     kind = "infra"
+    retryable = False
 
     def __init__(self, module: str, extra: str) -> None:
         super().__init__(
             f"optional dependency {module!r} is not installed",
             hint=f"pip install 'verifiers[{extra}]'",
+            retryable=False,
         )
         self.module = module
         self.extra = extra

@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -206,8 +207,22 @@ def parse_line(line: int, raw: bytes | bytearray) -> Trajectory | Result:
         return _parse_slow(line, raw)
 
 
+STDIO = "-"
+"""The path that means standard input (for reading) or standard output (for writing)."""
+
+
+def is_stdio(path: Path | str) -> bool:
+    """True for ``-``: standard input when read, standard output when written."""
+    return str(path) == STDIO
+
+
 def _open_input(path: Path) -> IO[bytes]:
-    """Open ``path`` for reading, turning user-fixable problems into :class:`BadInput`."""
+    """Open ``path`` for reading, turning user-fixable problems into :class:`BadInput`.
+
+    ``-`` is standard input (a duplicate of its descriptor, so closing it is harmless).
+    """
+    if is_stdio(path):
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
     if path.is_dir():
         raise BadInput(f"{str(path)!r} is a directory", hint="give a .jsonl or .parquet file")
     try:
@@ -307,7 +322,7 @@ def _iter_parquet(path: Path) -> Iterator[InputRecord]:
     except ImportError:
         from .errors import MissingDependency
 
-        raise MissingDependency("pyarrow", "all") from None
+        raise MissingDependency("pyarrow", "parquet") from None
     try:
         reader = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
@@ -364,6 +379,8 @@ def iter_records(
     fmt = fmt or detect_format(path)
     if fmt == "parquet":
         return _iter_parquet(path)
+    if is_stdio(path):
+        return _iter_jsonl(path, max_line_bytes)
     if path.is_dir():  # fail at call time, not at first next()
         raise BadInput(f"{str(path)!r} is a directory", hint="give a .jsonl or .parquet file")
     if not path.exists():
@@ -578,6 +595,8 @@ def _write_error(path: Path, exc: OSError) -> InfraError:
 
 
 def _open_output(path: Path, mode: str) -> IO[bytes]:
+    if is_stdio(path):  # standard output, through a duplicate descriptor (closing it is safe)
+        return os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=1024 * 1024)
     if path.is_dir():
         raise BadInput(f"output {str(path)!r} is a directory", hint="give a file path with -o")
     try:
@@ -603,7 +622,7 @@ class ParquetResultWriter(ResultWriter):
         except ImportError:
             from .errors import MissingDependency
 
-            raise MissingDependency("pyarrow", "all") from None
+            raise MissingDependency("pyarrow", "parquet") from None
         self.path = path
         self.count = 0
         self._pa = pa

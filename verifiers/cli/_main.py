@@ -93,12 +93,15 @@ def _list(as_json: bool, stdout: TextIO) -> int:
     for name in names:
         cls = get_verifier(name)
         doc = (cls.__doc__ or "").strip().splitlines()
+        extra, missing = _extra_status(cls.__module__)
         verifiers.append(
             {
                 "name": name,
                 "version": str(cls.version),
                 "module": cls.__module__,
                 "summary": doc[0] if doc else "",
+                "extra": extra,
+                "missing": missing,
             }
         )
     sandboxes = _sandbox_backends()
@@ -108,15 +111,28 @@ def _list(as_json: bool, stdout: TextIO) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(file=stdout, highlight=False, width=None if stdout.isatty() else 160)
+    # Terminal width on a terminal, else $COLUMNS or 80: the table wraps its summaries to fit.
+    console = Console(file=stdout, highlight=False)
     table = Table(title="verifiers", title_justify="left")
-    for column in ("name", "version", "module"):
-        table.add_column(column, no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("v", no_wrap=True)
+    table.add_column("needs", no_wrap=True)
     table.add_column("summary")
     for v in verifiers:
-        table.add_row(v["name"], v["version"], v["module"], v["summary"])
+        needs = "core" if v["extra"] is None else f"[{v['extra']}]"
+        if v["missing"]:
+            needs += " MISSING"
+        table.add_row(*(Text(str(cell)) for cell in (v["name"], v["version"], needs, v["summary"])))
     console.print(table)
+    for v in verifiers:
+        if v["missing"]:
+            console.print(
+                f"{v['name']}: needs {', '.join(v['missing'])}: "
+                f"pip install 'verifiers[{v['extra']}]'",
+                markup=False,
+            )
     for plugin, reason in sorted(problems.items()):
         console.print(f"plugin {plugin!r} unavailable: {reason}")
     if sandboxes:
@@ -132,6 +148,40 @@ def _list(as_json: bool, stdout: TextIO) -> int:
     else:
         console.print("sandbox backends: verifiers.sandbox is not installed")
     return 0
+
+
+def _extra_status(module: str) -> tuple[str | None, list[str]]:
+    """The extra a built-in verifier's domain needs, and which of its distributions are absent.
+
+    A domain ``verifiers.domains.<area>`` needs the extra ``[<area>]`` when the installed
+    ``verifiers`` declares one (read from its metadata, so this follows pyproject.toml).
+    Verifiers from other distributions or from the core need none that we know of.
+    """
+    import importlib.metadata as metadata
+    import re
+
+    parts = module.split(".")
+    if len(parts) < 3 or parts[:2] != ["verifiers", "domains"]:
+        return None, []
+    area = parts[2]
+    try:
+        requires = metadata.requires("verifiers") or []
+    except metadata.PackageNotFoundError:
+        return None, []
+    wanted = []
+    for requirement in requires:
+        name, _, marker = requirement.partition(";")
+        if re.search(rf"""extra\s*==\s*['"]{re.escape(area)}['"]""", marker):
+            wanted.append(re.split(r"[<>=!~\[ ]", name.strip(), maxsplit=1)[0])
+    if not wanted:
+        return None, []
+    missing = []
+    for dist in wanted:
+        try:
+            metadata.distribution(dist)
+        except metadata.PackageNotFoundError:
+            missing.append(dist)
+    return area, missing
 
 
 def _sandbox_backends() -> list[dict[str, object]]:
@@ -188,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(args_list)
     except _ParserExit as exc:  # --help, or a usage error already printed
         return exc.status
+    args.argv = args_list  # for the `--resume` command printed after an interrupt
     if args.version:
         from .. import __version__
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import logging
 import os
+import shlex
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -13,22 +16,27 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..engine import Engine, EngineSettings
-from ..errors import BadInput
+from ..errors import BadInput, RunAborted
 from ..io import (
     DEFAULT_MAX_LINE_BYTES,
     Format,
     InputRecord,
     ResumeState,
     detect_format,
+    is_stdio,
     iter_records,
     open_result_writer,
     prepare_resume,
-    skip_done,
 )
 from ..types import Result, Trajectory
+from ._hints import BAD_INPUT_SHARE, diagnose_input
 from ._summary import Summary
 
-__all__ = ["add_parser", "default_output", "run_score"]
+__all__ = ["FAIL_FAST_AFTER", "add_parser", "default_output", "run_score"]
+
+FAIL_FAST_AFTER = 10
+"""``verifiers score`` stops after this many identical non-retryable infra errors in a row
+(``--fail-fast-after``; the library's own default, ``EngineSettings.fail_fast_after``, is 0)."""
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -42,22 +50,39 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
             "line got a result."
         ),
     )
-    p.add_argument("input", type=Path, metavar="IN", help="trajectories (.jsonl or .parquet)")
+    p.add_argument(
+        "input", type=Path, metavar="IN", help="trajectories (.jsonl or .parquet; - for stdin)"
+    )
     p.add_argument(
         "-o",
         "--output",
         type=Path,
         metavar="OUT",
-        help="scored file (default: IN with .scored.jsonl / .scored.parquet)",
+        help="scored file (default: IN with .scored.jsonl / .scored.parquet; - for stdout, "
+        "the default when IN is -)",
     )
     p.add_argument("--concurrency", type=int, metavar="N", help="items verified at once")
-    p.add_argument("--timeout", type=float, metavar="S", help="per-item deadline in seconds")
+    p.add_argument(
+        "--timeout", "--timeout-s", type=float, metavar="S", help="per-item deadline in seconds"
+    )
     p.add_argument("--retries", type=int, metavar="N", help="extra attempts for infra errors")
     p.add_argument("--workers", type=int, metavar="N", help="worker processes for heavy checks")
     p.add_argument(
         "--resume",
         action="store_true",
         help="keep results already in OUT and score only the lines missing from it",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite OUT when it already holds results (default: refuse; see --resume)",
+    )
+    p.add_argument(
+        "--fail-fast-after",
+        type=int,
+        metavar="N",
+        help=f"stop after N identical errors that no retry can fix, such as no Docker engine "
+        f"(default {FAIL_FAST_AFTER}; 0 never stops; VERIFIERS_FAIL_FAST_AFTER)",
     )
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument(
@@ -85,7 +110,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="N",
         help=f"longest accepted input line (default {DEFAULT_MAX_LINE_BYTES})",
     )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no table")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar, no table, no per-item warnings (errors still print)",
+    )
 
 
 def default_output(input_path: Path, fmt: Format) -> Path:
@@ -125,9 +155,76 @@ def _check_input(input_path: Path) -> None:
         raise BadInput(f"input file {str(input_path)!r} not found")
 
 
-def _check_output(input_path: Path, output: Path) -> None:
-    if output.exists() and output.resolve() == input_path.resolve():
+def _check_output(input_path: Path, output: Path, *, resume: bool, force: bool) -> None:
+    """Refuse to write over the input, or over earlier results without ``--resume``/``--force``.
+
+    An output that holds anything (even one byte) is treated as earlier results: losing a
+    20k-line run to a re-typed command is worse than typing ``--force``.
+    """
+    if is_stdio(output):
+        if resume:
+            raise BadInput(
+                "--resume needs an output file, not standard output", hint="give -o PATH"
+            )
+        return
+    if not is_stdio(input_path) and output.exists() and output.resolve() == input_path.resolve():
         raise BadInput("the output file is the input file", hint="choose another path with -o")
+    if resume or force or not output.is_file():
+        return
+    try:
+        size = output.stat().st_size
+    except OSError:
+        return
+    if size > 0:
+        raise BadInput(
+            f"output {str(output)!r} already exists and is not empty ({size:,} bytes)",
+            hint="add --resume to continue it, --force to overwrite it, or -o another path",
+        )
+
+
+def _resume_command(args: argparse.Namespace, output: Path) -> str:
+    """The command line that continues this run: the user's own, plus ``--resume``."""
+    argv = [a for a in getattr(args, "argv", None) or [] if a != "--force"]
+    if not argv:
+        argv = ["score", str(args.input)]
+    if args.output is None:
+        argv += ["-o", str(output)]
+    if "--resume" not in argv:
+        argv.append("--resume")
+    return shlex.join(["verifiers", *argv])
+
+
+def _resume_records(
+    records: Iterator[InputRecord], resume: ResumeState, output: Path, input_path: Path
+) -> Iterator[InputRecord]:
+    """The input lines still to score (``skip_done``), refusing an output of another input.
+
+    A scored file is written in input order from the first line, so the results of a run over
+    this input are the results of its first lines. When the first line not yet scored comes
+    and results with ids remain unmatched, the output holds results of another file:
+    appending to it would mix two runs into one, so this raises before anything is written.
+
+    Raises:
+        BadInput: the output's results do not belong to the start of this input.
+    """
+    checked = False
+    matched = 0
+    for record in records:
+        if resume.consume(record.key):
+            matched += 1
+            continue
+        if not checked:
+            checked = True
+            unmatched = [k for k, n in resume.done.items() if k is not None and n > 0]
+            if unmatched:
+                left = sum(resume.done[k] for k in unmatched)
+                raise BadInput(
+                    f"--resume: {left:,} of the {resume.results:,} results in {str(output)!r} "
+                    f"match no line at the start of {str(input_path)!r} (e.g. id "
+                    f"{unmatched[0]!r}; {matched:,} matched): it is the output of another input",
+                    hint="give the input it was scored from, or write to a new file with -o",
+                )
+        yield record
 
 
 def _settings(args: argparse.Namespace) -> EngineSettings:
@@ -136,8 +233,12 @@ def _settings(args: argparse.Namespace) -> EngineSettings:
     cache: bool | Path | None = (
         False if args.no_cache else (args.cache_path or (None if env_cache else True))
     )
+    fail_fast = args.fail_fast_after
+    if fail_fast is None and "VERIFIERS_FAIL_FAST_AFTER" not in os.environ:
+        fail_fast = FAIL_FAST_AFTER
     return EngineSettings.from_env(
         labels=_FLAGS,
+        fail_fast_after=fail_fast,
         concurrency=args.concurrency,
         timeout_s=args.timeout,
         retries=args.retries,
@@ -154,6 +255,7 @@ _FLAGS = {
     "workers": "--workers",
     "sandbox": "--sandbox",
     "cache": "--cache-path",
+    "fail_fast_after": "--fail-fast-after",
 }
 """Settings named as the flag that set them, in error lines."""
 
@@ -223,8 +325,9 @@ async def _stream(
     progress: _Progress,
 ) -> None:
     writer = open_result_writer(output, fmt=fmt, append=args.resume)
+    base_dir = Path.cwd() if is_stdio(args.input) else args.input.resolve().parent
     try:
-        async with Engine(settings, base_dir=args.input.resolve().parent) as engine:
+        async with Engine(settings, base_dir=base_dir) as engine:
             lines: deque[int] = deque()
             async for result in engine.stream(_items(records, lines)):
                 line = lines.popleft()
@@ -243,7 +346,8 @@ def run_score(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     Raises:
         BadInput: a user-fixable problem (missing input, directory, unwritable output,
-            invalid setting); the caller prints it as one line.
+            invalid setting, an output that already holds results); the caller prints it as
+            one line.
     """
     input_path: Path = args.input
     fmt: Format = args.format or (
@@ -251,16 +355,34 @@ def run_score(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         if args.output is not None and detect_format(args.output) == "parquet"
         else "jsonl"
     )
-    _check_input(input_path)
-    output: Path = args.output or default_output(input_path, fmt)
-    _check_output(input_path, output)
+    if not is_stdio(input_path):
+        _check_input(input_path)
+    output: Path = args.output or (
+        Path("-") if is_stdio(input_path) else default_output(input_path, fmt)
+    )
+    _check_output(input_path, output, resume=args.resume, force=args.force)
     if args.resume and fmt == "parquet":
         raise BadInput("--resume needs a JSONL output file", hint="use --format jsonl")
+    if is_stdio(output) and fmt == "parquet":
+        raise BadInput("Parquet cannot be written to standard output", hint="give -o PATH")
     if args.max_line_bytes < 1:
         raise BadInput("--max-line-bytes must be positive")
     if args.summary_json is not None and not args.summary_json.resolve().parent.is_dir():
         raise BadInput(f"directory of --summary-json {str(args.summary_json)!r} does not exist")
     settings = _settings(args)
+    with _cli_logging(args.quiet, stderr):
+        return _score(args, settings, input_path, output, fmt, stdout, stderr)
+
+
+def _score(
+    args: argparse.Namespace,
+    settings: EngineSettings,
+    input_path: Path,
+    output: Path,
+    fmt: Format,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
     if settings.cache is not False:
         # Fail fast, as one line with a hint, instead of one error result per item.
         from ..cache import ResultCache, default_cache_path
@@ -270,17 +392,34 @@ def run_score(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     resume = ResumeState(done=Counter())
     if args.resume:
         resume = prepare_resume(output)
-        records = skip_done(records, resume)
+        records = _resume_records(records, resume, output, input_path)
     total = None
     show_progress = not args.quiet and stderr.isatty()
     if show_progress:
-        counted = _count_lines(input_path)
+        counted = None if is_stdio(input_path) else _count_lines(input_path)
         total = None if counted is None else max(0, counted - resume.results)
     summary = Summary(sample_rewards=False)
     progress = _Progress(show_progress, total, stderr)
+    # With results on stdout, the human summary goes to stderr.
+    report_to = stderr if is_stdio(output) else stdout
     started = time.perf_counter()
     try:
         asyncio.run(_stream(args, settings, records, output, fmt, summary, progress))
+    except KeyboardInterrupt:
+        progress.close()
+        _print_kept(summary.count, resume.results, args, output, stderr, "interrupted")
+        return 130
+    except RunAborted as exc:
+        progress.close()
+        print(
+            f"verifiers: error: stopped after {exc.count} identical errors in a row that no "
+            f"retry can fix: {exc.message}",
+            file=stderr,
+        )
+        if exc.hint:
+            print(f"verifiers: fix: {exc.hint}", file=stderr)
+        _print_kept(summary.count, resume.results, args, output, stderr, "after the fix")
+        return 1
     finally:
         progress.close()
     wall = time.perf_counter() - started
@@ -290,14 +429,80 @@ def run_score(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         output=str(output),
         resumed={"already_done": resume.results, "truncated_bytes": resume.truncated_bytes},
     )
+    bad = doc["error_kinds"].get("bad_input", 0)
+    if doc["results"] and bad > BAD_INPUT_SHARE * doc["results"]:
+        doc["hint"] = diagnose_input(input_path)
     if args.summary_json is not None:
         try:
             args.summary_json.write_text(json.dumps(doc, indent=2) + "\n")
         except OSError as exc:
             raise BadInput(f"cannot write {str(args.summary_json)!r}: {exc.strerror}") from None
     if not args.quiet:
-        print_summary(doc, stdout)
+        print_summary(doc, report_to)
+    if "hint" in doc:
+        print(
+            f"verifiers: warning: {bad:,} of {doc['results']:,} lines are bad_input: {doc['hint']}",
+            file=stderr,
+        )
     return 0
+
+
+def _print_kept(
+    count: int,
+    earlier: int,
+    args: argparse.Namespace,
+    output: Path,
+    stderr: TextIO,
+    when: str,
+) -> None:
+    """After an interrupt or an abort: what is kept, and the exact command that continues."""
+    if is_stdio(output):
+        print(
+            f"verifiers: {count:,} results were written to standard output; to resume, "
+            "score into a file (-o PATH)",
+            file=stderr,
+        )
+        return
+    kept = count + earlier
+    print(
+        f"verifiers: {kept:,} results kept in {str(output)!r}; {when}, continue with: "
+        f"{_resume_command(args, output)}",
+        file=stderr,
+    )
+
+
+class _CliLogHandler(logging.Handler):
+    """Library warnings as ``verifiers: warning: ...`` lines on the CLI's stderr."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level = "error" if record.levelno >= logging.ERROR else "warning"
+            self.stream.write(f"verifiers: {level}: {record.getMessage()}\n")
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _cli_logging(quiet: bool, stderr: TextIO) -> Iterator[None]:
+    """Library warnings as one ``verifiers: warning:`` line each on stderr for this run;
+    ``-q`` keeps errors only (per-item warnings: retries, budgets). The logger's state is put
+    back afterwards, so ``main()`` called in process (tests, notebooks) leaves logging alone."""
+    logger = logging.getLogger("verifiers")
+    saved = (logger.level, logger.propagate)
+    handler = _CliLogHandler(stderr)
+    logger.addHandler(handler)
+    logger.setLevel(logging.ERROR if quiet else logging.WARNING)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -348,3 +553,17 @@ def print_summary(doc: dict[str, Any], stream: TextIO) -> None:
     if resumed.get("already_done"):
         line += f"; resumed after {resumed['already_done']:,} existing results"
     console.print(line)
+    first = doc.get("first_errors") or []
+    if first:
+        more = status["error"] - len(first)
+        console.print(
+            f"first errors{f' (and {more:,} more in the output)' if more > 0 else ''}:",
+            markup=False,
+        )
+        for err in first:
+            where = f"line {err['line']}" if err.get("line") is not None else "line ?"
+            ident = f" id {err['id']!r}" if err.get("id") is not None else ""
+            message = " ".join(str(err["message"]).split())
+            if len(message) > 200:
+                message = message[:197] + "..."
+            console.print(f"  {where}{ident}: {err['kind']}: {message}", markup=False)

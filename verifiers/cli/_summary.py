@@ -18,6 +18,9 @@ from ..types import Result
 
 __all__ = ["Reservoir", "Summary", "VerifierStats"]
 
+FIRST_ERRORS = 5
+"""How many error results a summary keeps verbatim."""
+
 UNKNOWN = "(none)"
 """Label of results without a verifier (``bad_input`` lines rejected before dispatch)."""
 
@@ -78,6 +81,9 @@ class Summary:
     latency: Reservoir = field(default_factory=Reservoir)
     sample_rewards: bool = True
     """Keep a reward sample per verifier (for histograms); ``score`` only needs the means."""
+    first_errors: list[dict[str, Any]] = field(default_factory=list)
+    """The first :data:`FIRST_ERRORS` error results: line, id, kind, message (shown by
+    ``score`` so a user sees *why* lines errored without opening the output)."""
 
     @property
     def count(self) -> int:
@@ -87,6 +93,15 @@ class Summary:
         self.statuses[result.status] += 1
         if result.error is not None:
             self.error_kinds[result.error.kind] += 1
+            if len(self.first_errors) < FIRST_ERRORS:
+                self.first_errors.append(
+                    {
+                        "line": result.error.line,
+                        "id": result.id,
+                        "kind": result.error.kind,
+                        "message": result.error.message[:500],
+                    }
+                )
         if result.cached:
             self.cached += 1
         name = result.verifier or UNKNOWN
@@ -119,6 +134,7 @@ class Summary:
                 for name, stats in sorted(self.verifiers.items())
             },
             "latency_s": {"p50": self.latency.quantile(0.5), "p95": self.latency.quantile(0.95)},
+            "first_errors": list(self.first_errors),
         }
         if wall_s is not None:
             doc["wall_s"] = wall_s

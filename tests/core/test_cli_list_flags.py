@@ -1,0 +1,119 @@
+"""Smaller first-hour fixes: ``verifiers list`` at 80 columns and with a missing extra,
+``sandbox check`` with the engine down, and the same flags on ``score`` and ``serve``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(sys.executable).parent / "verifiers"
+
+
+def run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "80", **(env or {})},
+        timeout=300,
+    )
+
+
+def test_list_fits_80_columns_and_names_each_verifiers_extra(tmp_path: Path) -> None:
+    proc = run("list", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    rows = {
+        line.split("│")[1].strip(): line
+        for line in lines
+        if line.startswith("│") and line.split("│")[1].strip()
+    }
+    assert "core" in rows["answer.exact"] and "[mesh]" in rows["mesh.constraints"]
+    assert "[finance]" in rows["finance.formula"] and "MISSING" not in proc.stdout
+    listing = json.loads(run("list", "--json", cwd=tmp_path).stdout)
+    mesh = next(v for v in listing["verifiers"] if v["name"] == "mesh.constraints")
+    assert mesh["extra"] == "mesh" and mesh["missing"] == [] and mesh["module"]
+
+
+def test_list_says_when_an_extra_is_missing(tmp_path: Path) -> None:
+    # An installed `verifiers` whose [mesh] extra requires a distribution that is not there:
+    # first on the path, so importlib.metadata reads it (a real metadata lookup).
+    meta = tmp_path / "site" / "verifiers-9.9.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: verifiers\nVersion: 9.9\nProvides-Extra: mesh\n"
+        'Requires-Dist: acme-geometry-not-installed>=1; extra == "mesh"\n'
+    )
+    proc = run("list", env={"PYTHONPATH": str(tmp_path / "site")}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "[mesh] MISSING" in proc.stdout
+    flat = " ".join(proc.stdout.split())  # the line wraps at 80 columns
+    assert (
+        "mesh.constraints: needs acme-geometry-not-installed: pip install 'verifiers[mesh]'" in flat
+    )
+    assert "answer.exact" in proc.stdout
+
+
+@pytest.mark.bwrap
+def test_sandbox_check_says_engine_unreachable_not_images_missing(tmp_path: Path) -> None:
+    proc = run(
+        "sandbox",
+        "check",
+        env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock", "COLUMNS": "200"},
+        cwd=tmp_path,
+    )
+    out = proc.stdout + proc.stderr
+    assert "Docker engine not reachable" in out
+    image_rows = [line for line in out.splitlines() if "│ image " in line]
+    assert image_rows and all("engine is unreachable" in line for line in image_rows), image_rows
+    assert "run `verifiers sandbox build" not in "".join(image_rows)
+
+
+def test_score_and_serve_take_the_same_flags_for_the_same_settings() -> None:
+    from verifiers.rl_adapters.server import _parser as serve_parser
+
+    from verifiers.cli._main import _parser as score_parser
+
+    shared = [
+        "--concurrency",
+        "3",
+        "--timeout",
+        "7",
+        "--retries",
+        "1",
+        "--workers",
+        "2",
+        "--sandbox",
+        "local",
+    ]
+    score = score_parser().parse_args(["score", "in.jsonl", *shared, "--no-cache"])
+    serve = serve_parser().parse_args([*shared, "--no-cache"])
+    assert (score.concurrency, score.timeout, score.retries, score.workers, score.sandbox) == (
+        3,
+        7.0,
+        1,
+        2,
+        "local",
+    )
+    assert (serve.concurrency, serve.timeout_s, serve.retries, serve.workers, serve.sandbox) == (
+        3,
+        7.0,
+        1,
+        2,
+        "local",
+    )
+    assert score.no_cache is True and serve.cache == "off"
+    assert (
+        score_parser().parse_args(["score", "x", "--timeout-s", "5"]).timeout == 5.0
+    )  # serve's old spelling
+    assert serve_parser().parse_args(["--cache-path", "/tmp/c.sqlite"]).cache == "/tmp/c.sqlite"
+    assert serve_parser().parse_args(["--timeout-s", "9"]).timeout_s == 9.0
