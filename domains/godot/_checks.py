@@ -118,9 +118,11 @@ def _structural(run: RunReport, spec: GodotSpec) -> list[CheckOutcome]:
     out.append(CheckOutcome("scripts", 1.0, True))
     scene = run.report_a.get("scene")
     if scene != "ok":
-        why = "could not be loaded" if scene == "load" else "could not be instanced"
+        failed = "could not be loaded" if scene == "load" else "could not be instanced"
         out.append(
-            CheckOutcome("scene", 0.0, True, f"scene {spec.scene!r} {why} (see the engine errors)")
+            CheckOutcome(
+                "scene", 0.0, True, f"scene {spec.scene!r} {failed} (see the engine errors)"
+            )
         )
         return out
     out.append(CheckOutcome("scene", 1.0, True))
