@@ -109,7 +109,7 @@ SIGNAL_SPEC: dict[str, Any] = {
 SUB_SCENE = """; file: enemy.tscn
 [gd_scene load_steps=2 format=2]
 
-[ext_resource path="res://enemy.gd" type="Script" id=1]
+[ext_resource path="res://actors/enemy.gd" type="Script" id=1]
 
 [node name="Enemy" type="Spatial"]
 script = ExtResource( 1 )
@@ -118,7 +118,7 @@ script = ExtResource( 1 )
 transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0 )
 """
 
-SUB_SCRIPT = """# file: enemy.gd
+SUB_SCRIPT = """# file: actors/enemy.gd
 extends Spatial
 
 export var speed = 1.0
