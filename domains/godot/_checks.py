@@ -67,6 +67,8 @@ class RunReport:
     end: SceneState | None = None
     state_error: str = ""
     scripts: list[str] = field(default_factory=list)
+    truncated: bool = False
+    """The engine's output passed the sandbox's cap: errors after it would be unseen."""
 
 
 def script_errors(stderr: str) -> tuple[list[str], list[str]]:
@@ -142,6 +144,17 @@ def _structural(run: RunReport, spec: GodotSpec) -> list[CheckOutcome]:
         if isinstance(note.get("frames"), int) and problem:
             message += f" (after {note['frames']} frames)"
         out.append(CheckOutcome("frames", 0.0, True, message))
+        return out
+    if run.truncated:
+        out.append(
+            CheckOutcome(
+                "frames",
+                0.0,
+                True,
+                "the engine's output passed the output cap, so script errors could not be "
+                "checked: print less",
+            )
+        )
         return out
     if runtime:
         out.append(

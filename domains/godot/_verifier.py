@@ -139,6 +139,7 @@ class GodotScene(Verifier[GodotSpec]):
             frames_proven=proven,
             frames_note={} if proven or not isinstance(raw_b, dict) else raw_b,
             scripts=scripts,
+            truncated=done.truncated,
         )
         if proven:
             try:

@@ -506,6 +506,20 @@ def rows() -> list[dict[str, Any]]:
             0.0,
             ["more than 1000 nodes"],
         ),
+        item(  # errors after a flood of output would be cut off with it
+            "hack-flood-output-then-error",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n",
+                    '\tadd_child(body)\n\tvar line = "x".repeat(1000)\n\tfor i in range(3000):\n\t\tprinterr(line)\n',
+                ).replace("$Player.translation.x", "$Missing.translation.x")
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["output cap"],
+        ),
         item(
             "hack-free-root",
             "hack",
