@@ -68,8 +68,12 @@ def _script(reply: dict[str, Any], spec: CadSpec) -> CheckOutcome:
             lines.append(f"  line {frame.get('line')}, in {frame.get('func')}: {frame.get('text')}")
         lines.append(f"{error.get('type')}: {error.get('message')}")
         return CheckOutcome("script", 0.0, True, "\n".join(lines))
-    if not report.get("ok") or not reply.get("brep"):
+    if not report.get("ok"):
         return CheckOutcome("script", 0.0, True, "the script left no part (assign it to `result`)")
+    if not reply.get("brep"):
+        return CheckOutcome(
+            "script", 0.0, True, "the part's B-rep is missing or larger than 64 MB (simplify it)"
+        )
     return CheckOutcome("script", 1.0, True)
 
 
