@@ -298,7 +298,7 @@ def rows() -> list[dict[str, Any]]:
             "hack-memory-bomb",
             "hack",
             "blocks = []\nwhile True:\n    blocks.append(bytearray(64 << 20))\n",
-            {**PLATE_SPEC, "memory_mb": 512},
+            PLATE_SPEC,
             "fail",
             0.0,
         ),

@@ -487,7 +487,7 @@ def rows() -> list[dict[str, Any]]:
                     '\tadd_child(body)\n\tvar s = "x"\n\tfor i in range(40):\n\t\ts += s\n',
                 )
             ),
-            {**MOVER_SPEC, "memory_mb": 512},
+            MOVER_SPEC,
             "fail",
             0.0,
             ["did not run 60 frames"],
