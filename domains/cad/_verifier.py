@@ -69,10 +69,22 @@ class CadScript(Verifier[CadSpec]):
                 f"no ```{spec.language} code block with a {spec.library} script in the completion",
                 components=dict.fromkeys(spec.component_names(), 0.0),
             )
+        if trajectory.task.reference is not None and constraints is None:
+            raise BadInput(
+                "task.reference (a reference mesh) needs spec.mesh (use {} for no other "
+                "mesh constraints): the similarity checks are part of the mesh component"
+            )
         reply = await self._run(script, spec, ctx)
         mesh_answer = None
         if constraints is not None and reply.get("stl"):
-            mesh_answer = await _analyze_mesh(reply.pop("stl"), spec, constraints, ctx)
+            with tempfile.TemporaryDirectory(prefix="verifiers-cad-ref-") as work:
+                # mesh.constraints' own resolution of task.reference (path, base64, artifact)
+                from verifiers.domains.mesh import MeshConstraints
+
+                reference = MeshConstraints()._reference(trajectory, ctx, Path(work))
+                mesh_answer = await _analyze_mesh(
+                    reply.pop("stl"), spec, constraints, reference, ctx
+                )
         reply.pop("stl", None)
         return evaluate(reply, spec, mesh_answer)
 
@@ -250,7 +262,11 @@ def _mesh_constraints(spec: CadSpec) -> dict[str, Any]:
 
 
 async def _analyze_mesh(
-    stl: bytes, spec: CadSpec, constraints: dict[str, Any], ctx: VerifierContext
+    stl: bytes,
+    spec: CadSpec,
+    constraints: dict[str, Any],
+    reference: dict[str, Any] | None,
+    ctx: VerifierContext,
 ) -> dict[str, Any]:
     """``mesh.constraints``' analysis of the judge's tessellation, in a worker process."""
     with tempfile.TemporaryDirectory(prefix="verifiers-cad-mesh-") as tmp:
@@ -262,7 +278,7 @@ async def _analyze_mesh(
                 "path": str(path),
                 "file_type": "stl",
                 "constraints": constraints,
-                "reference": None,
+                "reference": reference,
                 "max_load_faces": spec.max_mesh_faces,
                 "seed": 0,
             },

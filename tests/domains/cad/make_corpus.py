@@ -92,11 +92,15 @@ def item(
     status: str,
     reward: float,
     feedback: list[str] | None = None,
+    reference: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    task: dict[str, Any] = {"verifier": "cad.script", "spec": spec}
+    if reference is not None:
+        task["reference"] = reference
     return {
         "id": ident,
         "completion": completion(script) if script is not None else "No code today.",
-        "task": {"verifier": "cad.script", "spec": spec},
+        "task": task,
         "metadata": {
             "family": family,
             "library": spec.get("library", "cadquery"),
@@ -123,6 +127,15 @@ def rows() -> list[dict[str, Any]]:
             1.0,
         ),
         item("bd-box", "pass", BOX_BD, {**BOX_SPEC, **BD}, "pass", 1.0),
+        item(
+            "bd-box-like-reference",
+            "pass",
+            BOX_BD,
+            {**BOX_SPEC, **BD},
+            "pass",
+            1.0,
+            reference={"mesh": "ref-box-30x20x10.stl", "chamfer_max": 1.0, "iou_min": 0.98},
+        ),
         # -- partial credit
         item(
             "cq-plate-wrong-hole",
@@ -206,6 +219,16 @@ def rows() -> list[dict[str, Any]]:
             "fail",
             0.0,
             ["the part has 2 solids, expected 1"],
+        ),
+        item(
+            "bd-box-unlike-reference",
+            "partial",
+            BOX_BD.replace("Box(30, 20, 10)", "Box(20, 20, 20)"),
+            {**BD, "mesh": {}},
+            "fail",
+            0.5,
+            ["Chamfer distance to the reference", "IoU with the reference"],
+            reference={"mesh": "ref-box-30x20x10.stl", "chamfer_max": 1.0, "iou_min": 0.98},
         ),
         item(
             "bd-name-error",

@@ -56,7 +56,7 @@ def _scored(backend: str) -> dict[str, verifiers.Result]:
             provider = open_provider(backend, SandboxSettings(start_timeout_s=START_S))
             try:
                 settings = EngineSettings.from_env(sandbox=backend)
-                async with Engine(settings, sandboxes=provider) as engine:
+                async with Engine(settings, sandboxes=provider, base_dir=CORPUS.parent) as engine:
                     return await engine.score(items)
             finally:
                 await provider.close()
@@ -102,7 +102,7 @@ def test_corpus_docker(item_id: str) -> None:
 def test_missing_runtime_is_infra_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERIFIERS_SANDBOX_CACHE", str(tmp_path))
     item = _items()[0]
-    [result] = verifiers.score([item], sandbox="local")
+    [result] = verifiers.score([item], sandbox="local", base_dir=CORPUS.parent)
     assert result.status == "error" and result.reward is None
     assert result.error is not None and result.error.kind == "infra", result.error
     assert "cadquery" in result.error.message
