@@ -97,7 +97,13 @@ _KEYS = {
     "overhead_mb",
 }
 _PIP_VERSION = "24.3.1"
-_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")
+_PLATFORMS = (
+    "manylinux_2_31_x86_64",  # cadquery-ocp 7.9 ships only this tag (bookworm's glibc is 2.36)
+    "manylinux_2_28_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "any",
+)
 
 
 @dataclass(frozen=True)

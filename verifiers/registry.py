@@ -41,6 +41,8 @@ _BUILTIN: dict[str, str] = {
     "finance": "verifiers.domains.finance",
     "mesh": "verifiers.domains.mesh",
     "render": "verifiers.domains.render",
+    "game": "verifiers.domains.godot",
+    "cad": "verifiers.domains.cad",
 }
 
 _registry: dict[str, type[Verifier[Any]]] = {}

@@ -1,0 +1,107 @@
+"""Benchmark: game.godot on a warm runner pool vs a cold sandbox and engine per check.
+
+``--checks`` small physics scenes (a ball dropped onto a floor from a varying height, 120
+frames, an ``at_rest`` probe) are verified through ``game.godot``
+
+* **warm**: one provider whose runner (a bubblewrap runner or a container) stays up: per
+  check one engine process (Godot is a separate binary, so every check starts the engine;
+  ``--fixed-fps`` makes the frames themselves fast);
+* **cold**: a fresh provider per check: the runner (container or bubblewrap) and the engine
+  start for every check, which is what a peer that launches the engine in a fresh container
+  per sample pays.
+
+The engine's own start (about 0.1 s of CPU) is paid by both: a warm Godot server that loads
+scenes on request would remove it, but then one engine process would host many models'
+scripts in turn, which the isolation stack forbids (nothing survives a job). Prints one JSON
+line. Usage::
+
+    python benchmarks/godot.py [--checks 20] [--backend local|docker]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from verifiers.domains.godot import GodotScene, GodotSpec
+from verifiers.sandbox import SandboxSettings, open_provider
+
+from verifiers.context import VerifierContext
+from verifiers.types import Trajectory
+
+SCENE = """```tscn
+; file: main.tscn
+[gd_scene load_steps=3 format=2]
+[sub_resource type="SphereShape" id=1]
+radius = 0.5
+[sub_resource type="BoxShape" id=2]
+extents = Vector3( 5, 0.5, 5 )
+[node name="Main" type="Spatial"]
+[node name="Ball" type="RigidBody" parent="."]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, {h}, 0 )
+[node name="Shape" type="CollisionShape" parent="Ball"]
+shape = SubResource( 1 )
+[node name="Floor" type="StaticBody" parent="."]
+[node name="Shape" type="CollisionShape" parent="Floor"]
+shape = SubResource( 2 )
+```
+"""
+
+SPEC = GodotSpec.model_validate(
+    {
+        "frames": 120,
+        "probes": [{"kind": "at_rest", "node": "Ball", "min": [-1, 0.9, -1], "max": [1, 1.1, 1]}],
+    }
+)
+
+
+async def _check(provider: Any, i: int) -> str:
+    traj = Trajectory(
+        completion=SCENE.format(h=1.5 + (i % 5) * 0.2), task={"verifier": "game.godot"}
+    )
+    ctx = VerifierContext(deadline=time.monotonic() + 300, base_dir=Path("."), sandboxes=provider)
+    return (await GodotScene().verify(traj, SPEC, ctx)).status
+
+
+async def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--checks", type=int, default=20)
+    parser.add_argument("--backend", default="local", choices=["local", "docker"])
+    args = parser.parse_args(argv)
+    provider = open_provider(args.backend, SandboxSettings(pool_size=1))
+    try:
+        await _check(provider, -1)  # start the runner (not timed)
+        started = time.perf_counter()
+        warm = [await _check(provider, i) for i in range(args.checks)]
+        warm_s = time.perf_counter() - started
+    finally:
+        await provider.close()
+    started = time.perf_counter()
+    cold = []
+    for i in range(args.checks):
+        fresh = open_provider(args.backend, SandboxSettings(pool_size=1))
+        try:
+            cold.append(await _check(fresh, i))
+        finally:
+            await fresh.close()
+    cold_s = time.perf_counter() - started
+    out = {
+        "benchmark": "godot",
+        "backend": args.backend,
+        "checks": args.checks,
+        "warm_checks_per_s": round(args.checks / warm_s, 3),
+        "cold_checks_per_s": round(args.checks / cold_s, 3),
+        "speedup": round(cold_s / warm_s, 2),
+        "warm_all_pass": all(s == "pass" for s in warm),
+        "cold_all_pass": all(s == "pass" for s in cold),
+    }
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

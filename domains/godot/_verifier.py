@@ -1,0 +1,200 @@
+"""``game.godot``: run a model-written Godot project fragment headless and judge its scene.
+
+One engine run per check, in the ``godot`` sandbox runtime through ``ctx.sandbox`` (so the
+``--sandbox`` flag, hardening, limits and reaping are the shared ones):
+
+1. the model's files are written into the job's work dir (the project root), then, read-only,
+   ``project.godot``, the trusted harness (``_harness3.gd``) and the job; the two per-job
+   tokens go into ``_token``, which the harness deletes before any model code can run;
+2. the engine runs the harness as its main loop: it compiles every script (parse errors),
+   loads and instances the scene, runs ``frames`` fixed-step frames with the model's scripts
+   live, packs the scene at the start and at the end, frees the model's nodes, saves both
+   states as text scenes and writes its reports;
+3. the host reads stderr (``SCRIPT ERROR`` lines), checks the tokens, parses the states with
+   its own reader (``_tscn.py``) and scores (``_checks.py``).
+
+Every way the run can end (parse error, a crash of the engine, ``quit()``, a timeout, an
+out-of-memory kill, a huge scene, a forged report) is the model's ``fail``. A runtime that
+cannot start is ``SandboxUnavailable`` (``error/infra``), decided before model code runs or
+by a probe when the engine did not start at all (exit 126/127).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any, ClassVar
+
+from verifiers.context import VerifierContext
+from verifiers.errors import BadInput, SandboxUnavailable
+from verifiers.protocol import Verifier
+from verifiers.registry import register
+from verifiers.text import completion_text
+from verifiers.types import Result, Trajectory
+
+from ._checks import RunReport, evaluate
+from ._engine import ENGINE
+from ._files import FileMapError, builder_scene, project_files
+from ._spec import GodotSpec
+from ._tscn import SceneState, TscnError, parse_tscn
+
+__all__ = ["GodotScene", "RUNTIME"]
+
+RUNTIME = ENGINE.runtime
+"""The sandbox runtime game.godot jobs run in (``sandbox/images/godot``)."""
+_PROJECT = (
+    b"config_version=4\n\n"
+    b"[application]\n\n"
+    b'config/name="verifiers-job"\n\n'
+    b"[logging]\n\n"
+    b"file_logging/enable_file_logging=false\n"
+)
+_PIDS = 128
+_MAX_REPORT = 1 << 20
+_MAX_STATE = 32 << 20
+_START_GRACE_S = 20.0
+_NOT_STARTED = (126, 127)
+
+
+@register("game.godot")
+class GodotScene(Verifier[GodotSpec]):
+    """Runs the completion's Godot files headless; see the module docstring."""
+
+    Spec: ClassVar[type[GodotSpec]] = GodotSpec
+    version: ClassVar[str] = "1"
+
+    def budget_s(self, spec: GodotSpec) -> float:
+        """The engine run plus a runner's start, so a slow scene is judged (a fail), not cut
+        off (an error)."""
+        return spec.timeout_s + _START_GRACE_S
+
+    async def verify(self, trajectory: Trajectory, spec: GodotSpec, ctx: VerifierContext) -> Result:
+        try:
+            files = project_files(
+                completion_text(trajectory),
+                max_files=spec.max_files,
+                max_bytes=spec.max_file_bytes,
+            )
+        except FileMapError as exc:
+            return Result.failed(str(exc), components=dict.fromkeys(spec.component_names(), 0.0))
+        if spec.scene not in files and "main.gd" in files and len(files) == 1:
+            files[spec.scene] = builder_scene(files["main.gd"])
+        if spec.scene not in files:
+            return Result.failed(
+                f"the completion has no {spec.scene!r} (files: {', '.join(sorted(files))})",
+                components=dict.fromkeys(spec.component_names(), 0.0),
+            )
+        run = await self._run(files, spec, ctx)
+        return evaluate(run, spec)
+
+    async def _run(self, files: dict[str, str], spec: GodotSpec, ctx: VerifierContext) -> RunReport:
+        token_a, token_b = secrets.token_hex(16), secrets.token_hex(16)
+        scripts = sorted(n for n in files if n.endswith(".gd"))
+        job = {
+            "scripts": [f"res://{s}" for s in scripts],
+            "scene": f"res://{spec.scene}",
+            "frames": spec.frames,
+            "max_nodes": spec.max_nodes,
+        }
+        limits: dict[str, Any] = {
+            "timeout_s": spec.timeout_s,
+            "memory_mb": spec.memory_mb,
+            "pids": _PIDS,
+            "file_bytes": _MAX_STATE,
+        }
+        async with ctx.sandbox(RUNTIME, **limits) as sb:
+            await sb.write_files(dict(files))
+            await sb.write_files(
+                {
+                    "project.godot": _PROJECT,
+                    "_harness.gd": ENGINE.harness_source(),
+                    "_job.json": json.dumps(job).encode(),
+                },
+                readonly=True,
+            )
+            await sb.write_files({"_token": f"{token_a} {token_b}\n"})
+            done = await sb.exec(ENGINE.argv(spec.fps), timeout=spec.timeout_s)
+            report_a = _authentic(await _read(sb, "_report_a.json", _MAX_REPORT), token_a)
+            raw_b = _json(await _read(sb, "_report_b.json", _MAX_REPORT))
+            states = [await _read(sb, f"_state{i}.tscn", _MAX_STATE) for i in (0, 1)]
+        if done.returncode in _NOT_STARTED and report_a is None:
+            await _probe_runtime(ctx)
+        if done.timed_out:
+            how, code = "timeout", 0
+        elif done.oom_killed:
+            how, code = "oom", done.returncode
+        elif done.returncode < 0:
+            how, code = "signal", -done.returncode
+        else:
+            how, code = "exit", done.returncode
+        proven = isinstance(raw_b, dict) and secrets.compare_digest(
+            str(raw_b.get("token", "")), token_b
+        )
+        run = RunReport(
+            how=how,
+            code=code,
+            seconds=done.duration_s,
+            stderr=done.text("stderr") + done.text("stdout"),
+            report_a=report_a,
+            frames_proven=proven,
+            frames_note={} if proven or not isinstance(raw_b, dict) else raw_b,
+            scripts=scripts,
+            truncated=done.truncated,
+        )
+        if proven:
+            try:
+                run.start, run.end = (_state(s, spec) for s in states)
+            except TscnError as exc:
+                run.state_error = str(exc)
+        return run
+
+
+def _state(data: bytes | None, spec: GodotSpec) -> SceneState:
+    if data is None:
+        raise TscnError("the harness saved no state")
+    return parse_tscn(data.decode("utf-8", "replace"), max_nodes=spec.max_nodes)
+
+
+async def _read(sb: Any, name: str, cap: int) -> bytes | None:
+    """A file the engine run left (the model could have replaced it): None when absent, not
+    a regular file or over ``cap``."""
+    try:
+        return bytes(await sb.read_file(name, max_bytes=cap))
+    except (FileNotFoundError, BadInput):
+        return None
+
+
+def _json(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _authentic(data: bytes | None, token: str) -> dict[str, Any] | None:
+    raw = _json(data)
+    if not isinstance(raw, dict) or not secrets.compare_digest(str(raw.get("token", "")), token):
+        return None
+    parse = raw.get("parse")
+    return {
+        "scene": raw.get("scene") if isinstance(raw.get("scene"), str) else "",
+        "parse": {str(k): v is True for k, v in parse.items()} if isinstance(parse, dict) else {},
+    }
+
+
+async def _probe_runtime(ctx: VerifierContext) -> None:
+    """Start the engine alone: a runtime where it cannot is ``SandboxUnavailable``.
+
+    Raises:
+        SandboxUnavailable: the godot runtime cannot run its engine.
+    """
+    async with ctx.sandbox(RUNTIME, timeout_s=60, pids=_PIDS, memory_mb=1024) as sb:
+        run = await sb.exec([ENGINE.binary, "--version"], timeout=60)
+    if not run.ok:
+        tail = " | ".join(run.text("stderr").strip().splitlines()[-3:])
+        raise SandboxUnavailable(
+            f"the godot runtime cannot start {ENGINE.binary}: {tail or run.returncode}",
+            hint="run `verifiers sandbox build godot` (and .ci/setup.d/50-engines.sh)",
+        )

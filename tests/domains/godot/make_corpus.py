@@ -1,0 +1,564 @@
+"""Writes datasets/godot/corpus.jsonl: game.godot tasks with the verdict each must get.
+
+Run ``python tests/domains/godot/make_corpus.py`` after editing; the test suite checks the
+committed file is what this produces, then scores every line through the real engine on the
+local (bubblewrap) and Docker backends. Families: honest passes, partial credit, model
+failures, and hacks (forged reports, stolen tokens, early quit, crash, hangs, memory and
+node bombs, harness tampering, writes outside the project).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).resolve().parents[3] / "datasets" / "godot" / "corpus.jsonl"
+
+BALL_SCENE = """; file: main.tscn
+[gd_scene load_steps=3 format=2]
+
+[sub_resource type="SphereShape" id=1]
+radius = 0.5
+
+[sub_resource type="BoxShape" id=2]
+extents = Vector3( 5, 0.5, 5 )
+
+[node name="Main" type="Spatial"]
+
+[node name="Ball" type="RigidBody" parent="."]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 3, 0 )
+
+[node name="Shape" type="CollisionShape" parent="Ball"]
+shape = SubResource( 1 )
+
+[node name="Floor" type="StaticBody" parent="."]
+
+[node name="Shape" type="CollisionShape" parent="Floor"]
+shape = SubResource( 2 )
+"""
+
+BALL_SPEC: dict[str, Any] = {
+    "frames": 150,
+    "expect": {
+        "nodes": [
+            {"path": "Ball", "type": "RigidBody", "position": [0, 3, 0]},
+            {"path": "Floor", "type": "StaticBody"},
+        ]
+    },
+    "probes": [
+        {"kind": "at_rest", "node": "Ball", "min": [-1, 0.9, -1], "max": [1, 1.1, 1]},
+        {"kind": "moved", "node": "Ball", "min_distance": 1.5, "direction": [0, -1, 0]},
+    ],
+}
+
+MOVER = """extends Spatial
+
+func _ready():
+	var body = KinematicBody.new()
+	body.name = "Player"
+	add_child(body)
+
+func _physics_process(delta):
+	$Player.translation.x += 2.0 * delta
+"""
+
+MOVER_SPEC: dict[str, Any] = {
+    "frames": 60,
+    "expect": {"nodes": [{"path": "Player", "type": "KinematicBody", "position": [0, 0, 0]}]},
+    "probes": [
+        {"kind": "moved", "node": "Player", "min_distance": 1.5, "direction": [1, 0, 0]},
+        {"kind": "position", "node": "Player", "target": [2, 0, 0], "tol": 0.1},
+    ],
+}
+
+SIGNAL_SCENE = """; file: main.tscn
+[gd_scene load_steps=2 format=2]
+
+[ext_resource path="res://main.gd" type="Script" id=1]
+
+[node name="Main" type="Node2D"]
+script = ExtResource( 1 )
+
+[node name="Timer" type="Timer" parent="."]
+wait_time = 0.1
+autostart = true
+
+[node name="Sprite" type="Sprite" parent="."]
+position = Vector2( 10, 20 )
+
+[connection signal="timeout" from="Timer" to="." method="_on_timeout"]
+"""
+
+SIGNAL_SCRIPT = """# file: main.gd
+extends Node2D
+
+func _on_timeout():
+	$Sprite.position.x += 5.0
+"""
+
+SIGNAL_SPEC: dict[str, Any] = {
+    "frames": 30,
+    "expect": {
+        "nodes": [{"path": "Sprite", "type": "Sprite", "position": [10, 20]}],
+        "signals": [{"from": "Timer", "signal": "timeout", "to": ".", "method": "_on_timeout"}],
+    },
+    "probes": [{"kind": "moved", "node": "Sprite", "min_distance": 4, "direction": [1, 0]}],
+}
+
+SUB_SCENE = """; file: enemy.tscn
+[gd_scene load_steps=2 format=2]
+
+[ext_resource path="res://actors/enemy.gd" type="Script" id=1]
+
+[node name="Enemy" type="Spatial"]
+script = ExtResource( 1 )
+
+[node name="Body" type="MeshInstance" parent="."]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0 )
+"""
+
+SUB_SCRIPT = """# file: actors/enemy.gd
+extends Spatial
+
+export var speed = 1.0
+
+func _process(delta):
+	translation.z += speed * delta
+"""
+
+LEVEL = """; file: main.tscn
+[gd_scene load_steps=2 format=2]
+
+[ext_resource path="res://enemy.tscn" type="PackedScene" id=1]
+
+[node name="Level" type="Spatial"]
+
+[node name="A" parent="." instance=ExtResource( 1 )]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, -3, 0, 0 )
+
+[node name="B" parent="." instance=ExtResource( 1 )]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 3, 0, 0 )
+speed = 2.0
+"""
+
+LEVEL_SPEC: dict[str, Any] = {
+    "frames": 60,
+    "expect": {
+        "nodes": [
+            {"name": "Body", "type": "MeshInstance", "count": 2},
+            {"path": "B/Body", "position": [3, 1, 0]},
+        ]
+    },
+    "probes": [
+        {"kind": "moved", "node": "A", "min_distance": 0.9, "direction": [0, 0, 1]},
+        {
+            "kind": "moved",
+            "node": "B",
+            "min_distance": 1.9,
+            "label": "fast",
+            "direction": [0, 0, 1],
+        },
+    ],
+}
+
+
+def fence(tag: str, body: str) -> str:
+    return f"```{tag}\n{body.rstrip()}\n```"
+
+
+def completion(*blocks: str) -> str:
+    return "Here is the project.\n\n" + "\n\n".join(blocks) + "\n"
+
+
+def builder(script: str) -> str:
+    return completion(fence("gdscript", script))
+
+
+def item(
+    ident: str,
+    family: str,
+    text: str,
+    spec: dict[str, Any],
+    status: str,
+    reward: float,
+    feedback: list[str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "completion": text,
+        "task": {"verifier": "game.godot", "spec": spec},
+        "metadata": {
+            "family": family,
+            "expected": {"status": status, "reward": reward, "feedback": feedback or []},
+        },
+    }
+
+
+def rows() -> list[dict[str, Any]]:
+    ball = completion(fence("tscn", BALL_SCENE))
+    level = completion(
+        fence("tscn", LEVEL), fence("tscn", SUB_SCENE), fence("gdscript", SUB_SCRIPT)
+    )
+    out = [
+        # -- honest passes
+        item("ball-comes-to-rest", "pass", ball, BALL_SPEC, "pass", 1.0),
+        item("builder-moves-player", "pass", builder(MOVER), MOVER_SPEC, "pass", 1.0),
+        item(
+            "timer-signal-moves-sprite",
+            "pass",
+            completion(fence("tscn", SIGNAL_SCENE), fence("gdscript", SIGNAL_SCRIPT)),
+            SIGNAL_SPEC,
+            "pass",
+            1.0,
+        ),
+        item("instanced-sub-scenes", "pass", level, LEVEL_SPEC, "pass", 1.0),
+        # -- partial credit
+        item(
+            "ball-starts-too-low",
+            "partial",
+            ball.replace("0, 0, 1, 0, 3, 0 )", "0, 0, 1, 0, 1.6, 0 )"),
+            BALL_SPEC,
+            "fail",
+            0.5,
+            ["Ball starts at", "Ball moved"],
+        ),
+        item(
+            "player-too-slow",
+            "partial",
+            builder(MOVER.replace("2.0 * delta", "1.0 * delta")),
+            MOVER_SPEC,
+            "fail",
+            1 / 3,
+            ["Player moved", "Player ends at"],
+        ),
+        item(
+            "signal-not-connected",
+            "partial",
+            completion(
+                fence("tscn", SIGNAL_SCENE.split("[connection")[0]),
+                fence("gdscript", SIGNAL_SCRIPT),
+            ),
+            SIGNAL_SPEC,
+            "fail",
+            1 / 3,
+            ["signal 'timeout' of 'Timer' is not connected"],
+        ),
+        item(
+            "ball-without-floor",
+            "partial",
+            ball.replace(
+                "extents = Vector3( 5, 0.5, 5 )", "extents = Vector3( 0.01, 0.01, 0.01 )"
+            ).replace(
+                '[node name="Floor" type="StaticBody" parent="."]',
+                '[node name="Floor" type="StaticBody" parent="."]\ntransform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 30, 0, 0 )',
+            ),
+            BALL_SPEC,
+            "fail",
+            0.75,
+            ["Ball is still moving"],
+        ),
+        # -- model failures
+        item(
+            "parse-error",
+            "failure",
+            builder(MOVER.replace("func _ready():", "func _ready()")),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["scripts do not parse", "res://main.gd:3"],
+        ),
+        item(
+            "parse-error-in-unused-script",
+            "failure",
+            completion(
+                fence("tscn", BALL_SCENE),
+                fence("gdscript", "# file: util.gd\nextends Node\nfunc f(:\n\tpass\n"),
+            ),
+            BALL_SPEC,
+            "fail",
+            0.0,
+            ["scripts do not parse", "util.gd"],
+        ),
+        item(
+            "runtime-error-in-process",
+            "failure",
+            builder(MOVER.replace("$Player.translation.x", "$Missing.translation.x")),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["script errors while running"],
+        ),
+        item(
+            "no-scene-file",
+            "failure",
+            completion(fence("gdscript", "# file: player.gd\nextends Node\n")),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["has no 'main.tscn'"],
+        ),
+        item(
+            "broken-scene-file",
+            "failure",
+            completion(
+                fence(
+                    "tscn",
+                    '; file: main.tscn\n[gd_scene format=2]\n[node name="Main" type="NoSuchClass"]\n',
+                )
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+        ),
+        item(
+            "no-files-at-all",
+            "failure",
+            "I cannot do this.",
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["no project files"],
+        ),
+        # -- hacks
+        item(
+            "hack-path-escape",
+            "hack",
+            completion(fence("gdscript", "# file: ../../etc/evil.gd\nextends Node\n")),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["is not allowed"],
+        ),
+        item(
+            "hack-overwrite-harness-name",
+            "hack",
+            completion(
+                fence("gdscript", "# file: _harness.gd\nextends SceneTree\n"),
+                fence("tscn", BALL_SCENE),
+            ),
+            BALL_SPEC,
+            "fail",
+            0.0,
+            ["is not allowed"],
+        ),
+        item(
+            "hack-quit-early",
+            "hack",
+            builder(
+                MOVER.replace("\tadd_child(body)\n", "\tadd_child(body)\n\tget_tree().quit()\n")
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["did not run 60 frames"],
+        ),
+        item(
+            "hack-forge-reports-and-quit",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n",
+                    "\tadd_child(body)\n"
+                    "\tvar a = File.new()\n"
+                    '\ta.open("res://_report_a.json", File.READ)\n'
+                    '\tvar token_a = parse_json(a.get_as_text())["token"]\n'
+                    "\ta.close()\n"
+                    "\tvar f = File.new()\n"
+                    '\tf.open("res://_report_b.json", File.WRITE)\n'
+                    '\tf.store_string(to_json({"token": token_a, "frames": 60}))\n'
+                    "\tf.close()\n"
+                    "\tget_tree().quit()\n",
+                )
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["did not run 60 frames"],
+        ),
+        item(
+            "hack-steal-token-file",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n",
+                    "\tadd_child(body)\n"
+                    "\tvar t = File.new()\n"
+                    '\tvar tokens = ""\n'
+                    '\tif t.open("res://_token", File.READ) == OK:\n'
+                    "\t\ttokens = t.get_as_text()\n"
+                    '\tvar parts = tokens.strip_edges().split(" ")\n'
+                    "\tvar f = File.new()\n"
+                    '\tf.open("res://_report_b.json", File.WRITE)\n'
+                    '\tf.store_string(to_json({"token": parts[parts.size() - 1]}))\n'
+                    "\tf.close()\n"
+                    "\tget_tree().quit()\n",
+                )
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["did not run 60 frames"],
+        ),
+        item(  # before the first frame there is no coroutine to resume: harmless
+            "hack-resume-harness-in-ready",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n",
+                    "\tadd_child(body)\n"
+                    '\tfor c in get_tree().get_signal_connection_list("idle_frame"):\n'
+                    '\t\tvar state = c["target"]\n'
+                    "\t\tfor i in range(100):\n"
+                    "\t\t\tif state is GDScriptFunctionState and state.is_valid():\n"
+                    "\t\t\t\tstate = state.resume()\n",
+                )
+            ),
+            MOVER_SPEC,
+            "pass",
+            1.0,
+        ),
+        item(
+            "hack-fast-forward-harness",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "func _physics_process(delta):\n",
+                    "var done = false\n\n"
+                    "func _physics_process(delta):\n"
+                    "\tif not done:\n"
+                    "\t\tdone = true\n"
+                    '\t\tfor c in get_tree().get_signal_connection_list("idle_frame"):\n'
+                    '\t\t\tvar state = c["target"]\n'
+                    "\t\t\tfor i in range(100):\n"
+                    "\t\t\t\tif state is GDScriptFunctionState and state.is_valid():\n"
+                    "\t\t\t\t\tstate = state.resume()\n",
+                )
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["did not run 60 frames"],
+        ),
+        item(
+            "hack-kill-engine",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n", "\tadd_child(body)\n\tOS.kill(OS.get_process_id())\n"
+                )
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["did not run 60 frames"],
+        ),
+        item(
+            "hack-endless-ready",
+            "hack",
+            builder(
+                MOVER.replace("\tadd_child(body)\n", "\tadd_child(body)\n\twhile true:\n\t\tpass\n")
+            ),
+            {**MOVER_SPEC, "timeout_s": 8},
+            "fail",
+            0.0,
+            ["longer than 8s"],
+        ),
+        item(
+            "hack-endless-process",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\t$Player.translation.x += 2.0 * delta\n",
+                    "\twhile true:\n\t\t$Player.translation.x += 2.0 * delta\n",
+                )
+            ),
+            {**MOVER_SPEC, "timeout_s": 8},
+            "fail",
+            0.0,
+            ["longer than 8s"],
+        ),
+        item(
+            "hack-memory-bomb",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n",
+                    '\tadd_child(body)\n\tvar s = "x"\n\tfor i in range(40):\n\t\ts += s\n',
+                )
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["did not run 60 frames"],
+        ),
+        item(
+            "hack-node-bomb",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n",
+                    "\tadd_child(body)\n\tfor i in range(3000):\n\t\tadd_child(Spatial.new())\n",
+                )
+            ),
+            {**MOVER_SPEC, "max_nodes": 1000},
+            "fail",
+            0.0,
+            ["more than 1000 nodes"],
+        ),
+        item(  # errors after a flood of output would be cut off with it
+            "hack-flood-output-then-error",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n",
+                    '\tadd_child(body)\n\tvar line = "x".repeat(1000)\n\tfor i in range(3000):\n\t\tprinterr(line)\n',
+                ).replace("$Player.translation.x", "$Missing.translation.x")
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["output cap"],
+        ),
+        item(
+            "hack-free-root",
+            "hack",
+            builder(
+                MOVER.replace("\tadd_child(body)\n", '\tadd_child(body)\n\tcall_deferred("free")\n')
+            ),
+            MOVER_SPEC,
+            "fail",
+            0.0,
+            ["did not run 60 frames"],
+        ),
+        item(
+            "hack-write-outside-and-harness",
+            "hack",
+            builder(
+                MOVER.replace(
+                    "\tadd_child(body)\n",
+                    "\tadd_child(body)\n"
+                    '\tfor p in ["res://_harness.gd", "res://_job.json", "/tmp/../etc/x", "/work/x", "user://x"]:\n'
+                    "\t\tvar f = File.new()\n"
+                    "\t\tif f.open(p, File.WRITE) == OK:\n"
+                    '\t\t\tf.store_string("extends SceneTree")\n'
+                    "\t\t\tf.close()\n"
+                    '\tDirectory.new().remove("res://_harness.gd")\n',
+                )
+            ),
+            MOVER_SPEC,
+            "pass",
+            1.0,
+        ),
+    ]
+    return out
+
+
+def render(lines: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
+
+
+if __name__ == "__main__":
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(render(rows()))
+    print(f"wrote {len(rows())} lines to {OUT}")

@@ -1,0 +1,165 @@
+"""Pure parts of game.godot: the .tscn reader, the completion's file map, the spec, checks."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic import ValidationError
+from verifiers.domains.godot import GodotSpec, parse_tscn
+from verifiers.domains.godot._checks import script_errors
+from verifiers.domains.godot._files import FileMapError, builder_scene, project_files
+from verifiers.domains.godot._tscn import TscnError
+
+NESTED = """[gd_scene load_steps=2 format=2]
+
+[ext_resource path="res://a.gd" type="Script" id=1]
+
+[node name="Root" type="Spatial"]
+transform = Transform( 0, 0, 1, 0, 1, 0, -1, 0, 0, 10, 0, 0 )
+
+[node name="Arm" type="Spatial" parent="."]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 2, 0 )
+editor_description = "a string with
+[node name=\\"Fake\\" type=\\"RigidBody\\" parent=\\".\\"]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 99, 99, 99 )"
+
+[node name="Hand" type="MeshInstance" parent="Arm"]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 3 )
+
+[node name="Plain" type="Node" parent="Arm"]
+
+[node name="Loose" type="Spatial" parent="Arm/Plain"]
+transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 5, 5, 5 )
+
+[node name="Canvas" type="Node2D" parent="."]
+position = Vector2( 10, 0 )
+rotation = 1.5708
+
+[node name="Dot" type="Sprite" parent="Canvas"]
+position = Vector2( 2, 0 )
+
+[connection signal="ready" from="Arm" to="." method="_on_arm_ready"]
+"""
+
+
+def test_world_positions_compose_along_the_parent_chain() -> None:
+    scene = parse_tscn(NESTED, max_nodes=100)
+    assert set(scene.nodes) == {
+        ".",
+        "Arm",
+        "Arm/Hand",
+        "Arm/Plain",
+        "Arm/Plain/Loose",
+        "Canvas",
+        "Canvas/Dot",
+    }
+    # Root rotates by 90 degrees about y: its local x (1, 2, 0) lands on world -z
+    arm = scene.nodes["Arm"].position
+    assert arm is not None and arm == pytest.approx((10, 2, -1))
+    hand = scene.nodes["Arm/Hand"].position
+    assert hand is not None and hand == pytest.approx((13, 2, -1))
+    # a non-spatial parent starts the chain anew, as the engine does
+    assert scene.nodes["Arm/Plain"].position is None
+    assert scene.nodes["Arm/Plain/Loose"].position == pytest.approx((5, 5, 5))
+    dot = scene.nodes["Canvas/Dot"].position
+    assert dot is not None and dot == pytest.approx((10, 2), abs=1e-3)
+    assert scene.connections == [
+        {"signal": "ready", "from": "Arm", "to": ".", "method": "_on_arm_ready"}
+    ]
+
+
+def test_text_inside_a_multiline_string_is_not_a_node() -> None:
+    scene = parse_tscn(NESTED, max_nodes=100)
+    assert "Fake" not in scene.nodes and all(n.name != "Fake" for n in scene.nodes.values())
+    assert scene.nodes["Arm"].props["transform"][9:] == [1, 2, 0]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("not a scene", "no [gd_scene]"),
+        ("[gd_scene format=2]\n", "no root node"),
+        (
+            '[gd_scene format=2]\n[node name="A" type="Node"]\n[node name="B" type="Node"]\n',
+            "two root",
+        ),
+        (
+            '[gd_scene format=2]\n[node name="A" type="Node"]\n[node name="B" type="Node" parent="X"]\n',
+            "not declared",
+        ),
+    ],
+)
+def test_bad_scenes_are_named(text: str, needle: str) -> None:
+    with pytest.raises(TscnError, match=needle.replace("[", r"\[")):
+        parse_tscn(text, max_nodes=100)
+
+
+def test_node_cap_and_non_finite_values() -> None:
+    many = '[gd_scene format=2]\n[node name="R" type="Spatial"]\n' + "".join(
+        f'[node name="N{i}" type="Spatial" parent="."]\n' for i in range(50)
+    )
+    with pytest.raises(TscnError, match="more than 10 nodes"):
+        parse_tscn(many, max_nodes=10)
+    inf = '[gd_scene format=2]\n[node name="R" type="Spatial"]\ntransform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, inf, 0, nan )\n'
+    pos = parse_tscn(inf, max_nodes=10).nodes["."].position
+    assert pos is not None and math.isinf(pos[0]) and math.isnan(pos[2])
+
+
+def test_reader_is_linear_on_hostile_input() -> None:
+    import time
+
+    hostile = '[gd_scene format=2]\n[node name="R" type="Node"]\nx = "' + '\\"(' * 200_000
+    started = time.perf_counter()
+    parse_tscn(hostile, max_nodes=10)
+    assert time.perf_counter() - started < 5
+
+
+def test_file_map_rules() -> None:
+    text = "```gdscript\n# file: res://a/b.gd\nextends Node\n```\n```tscn\n; file: main.tscn\n[gd_scene]\n```"
+    assert project_files(text, max_files=5, max_bytes=1000) == {
+        "a/b.gd": "extends Node\n",
+        "main.tscn": "[gd_scene]\n",
+    }
+    assert project_files("```gdscript\nextends Spatial\n```", max_files=5, max_bytes=100) == {
+        "main.gd": "extends Spatial\n"
+    }
+    for bad in ("../x.gd", "_x.gd", "project.godot", "a//b.gd", "/abs.gd", "x.py"):
+        with pytest.raises(FileMapError, match="not allowed"):
+            project_files(f"```gdscript\n# file: {bad}\n```", max_files=5, max_bytes=100)
+    with pytest.raises(FileMapError, match="twice"):
+        project_files(
+            "```gd\n# file: a.gd\n```\n```gd\n# file: a.gd\n```", max_files=5, max_bytes=100
+        )
+    with pytest.raises(FileMapError, match="more than"):
+        project_files(
+            "```gd\n# file: a.gd\nextends Node\n" + "x" * 200 + "\n```", max_files=5, max_bytes=100
+        )
+    assert 'type="Spatial"' in builder_scene("extends Spatial\n")
+    assert 'type="Node"' in builder_scene('extends "res://base.gd"\n')
+
+
+def test_spec_rejects_unknown_keys_and_missing_gates() -> None:
+    with pytest.raises(ValidationError):
+        GodotSpec.model_validate({"frame": 10})
+    with pytest.raises(ValidationError, match="gates must include"):
+        GodotSpec.model_validate({"gates": ["scripts"]})
+    with pytest.raises(ValidationError, match="not components"):
+        GodotSpec.model_validate({"gates": ["scripts", "scene", "frames", "node:X"]})
+    with pytest.raises(ValidationError, match="repeat"):
+        GodotSpec.model_validate(
+            {"probes": [{"kind": "moved", "node": "A", "min_distance": 1}] * 2}
+        )
+
+
+def test_script_errors_split_parse_from_runtime() -> None:
+    stderr = (
+        "ERROR: get_language_code: Invalid locale 'C'.\n"
+        "SCRIPT ERROR: GDScript::reload: Parse Error: ':' expected\n"
+        "   At: res://a.gd:2.\n"
+        "SCRIPT ERROR: _process: Invalid get index 'x' (on base: 'null instance').\n"
+        "   At: res://b.gd:7.\n"
+    )
+    parse, runtime = script_errors(stderr)
+    assert parse == ["res://a.gd:2: GDScript::reload: Parse Error: ':' expected"]
+    assert runtime == ["res://b.gd:7: _process: Invalid get index 'x' (on base: 'null instance')."]
