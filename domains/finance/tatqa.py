@@ -117,7 +117,7 @@ def convert(doc_json: dict[str, Any], question: dict[str, Any]) -> TatqaItem | N
 
     Figures of the derivation are looked up in the table (then the paragraphs); each becomes
     an operand quoting the printed cell, with a row/column (or paragraph) citation. Small
-    plain integers printed nowhere, or dividing (``/2``, ``/3``), stay literal constants. A derivation figure printed
+    plain integers printed nowhere, or dividing (``/2``, ``/3``), and the constant 1 stay literal constants. A derivation figure printed
     nowhere is kept as an operand without citation (its grounding fails, honestly). TAT-QA
     writes accounting negatives both ways (``(71)`` as -71, or ``71`` after a minus sign), so
     the reading whose result matches the gold answer is kept.
@@ -145,7 +145,13 @@ def convert(doc_json: dict[str, Any], question: dict[str, Any]) -> TatqaItem | N
             return None
         where = _find(doc, number)
         divisor = text[: match.start()].rstrip().endswith("/") and number.value <= 12
-        plain = token.isdigit() and abs(number.value) <= 100 and (where is None or divisor)
+        # The constant one (``x1 / x2 - 1``) is arithmetic, not a figure, even where some
+        # paragraph happens to print a 1 ("Note 1").
+        plain = (
+            token.isdigit()
+            and abs(number.value) <= 100
+            and (where is None or divisor or number.value == 1)
+        )
         found.append(None if plain else (token, number, where))
     scale = str(question.get("scale") or "")
     first: TatqaItem | None = None
