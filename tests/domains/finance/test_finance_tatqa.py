@@ -29,11 +29,13 @@ def test_every_gold_derivation_passes(
     assert passed == len(gold), [r.feedback for _, r in gold if r.status != "pass"][:5]
     # Grounded and consistent too, not just correct. The few that are not say why, and each
     # reason is one of these: a gold derivation that restates one figure (``x1 / 1``,
-    # ``-x1 - 0``) computes nothing; a zero change (``(x1 - x2) / x3`` with x1 = x2) leaves
-    # x3 without effect; one derivation contradicts its own answer's sign; one figure is
-    # printed nowhere in the document.
+    # ``-x1 - 0``, or ``(x1 + x2) / 2`` over one figure quoted twice without a column) computes
+    # nothing; an average of 2019 and 2018 minus an average of 2018 and 2017 cancels the 2018
+    # figure exactly (dead, twice); one derivation contradicts its own answer's sign; one
+    # figure is printed nowhere in the document. Honest zero changes (``(x1 - x2) / x3`` with
+    # x1 = x2 printed in two cells) are clean: cells are perturbed independently.
     unclean = [r for _, r in gold if not all(v == 1.0 for v in r.components.values())]
-    assert len(unclean) <= 8, [r.feedback for r in unclean]
+    assert len(unclean) <= 9, [r.feedback for r in unclean]
     reasons = collections.Counter(
         "restates"
         if "only restates one figure" in r.feedback
@@ -46,7 +48,7 @@ def test_every_gold_derivation_passes(
         else r.feedback
         for r in unclean
     )
-    assert reasons == {"restates": 4, "dead": 2, "sign": 1, "not printed": 1}, reasons
+    assert reasons == {"restates": 5, "dead": 2, "sign": 1, "not printed": 1}, reasons
     assert not [r for _, r in gold if r.status == "error"]
 
 
