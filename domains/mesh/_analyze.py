@@ -328,6 +328,110 @@ def _stray_inverted_bodies(
 # -- checks ----------------------------------------------------------------------------------
 
 
+NEGLIGIBLE_BODY = 1e-9
+"""Share of the total volume below which a body is left out of the overlap analysis."""
+MAX_UNION_BODIES = 512
+"""Most solid bodies whose bounding boxes overlap that the union volume is computed for; a
+mesh with more overlapping bodies fails with feedback (bounded work)."""
+
+
+def _overlap_volume(
+    np: Any, vertices: Any, faces: Any, labels: Any, body_volumes: Any
+) -> tuple[float, int, str]:
+    """Volume counted more than once by solid bodies that overlap, and how many overlap.
+
+    The divergence-theorem volume adds each body's volume, so two identical cubes stacked
+    in place count twice. Bodies whose bounding boxes overlap are united with manifold3d
+    (exact booleans) and the excess is returned; cavities (inside-out bodies nested in a
+    solid, already checked) keep subtracting their volume. Returns ``(excess, overlapping,
+    problem)``; ``problem`` is a reason to fail the gate ("" when none).
+    """
+    # Bodies of negligible volume (slivers) cannot move the total by more than the face cap
+    # times this share, far below any tolerance; they are left out of the union.
+    total = float(body_volumes[body_volumes > 0].sum())
+    solid = np.flatnonzero(body_volumes > NEGLIGIBLE_BODY * total)
+    if len(solid) < 2:
+        return 0.0, 0, ""
+    lo = np.full((len(body_volumes), 3), np.inf)
+    hi = np.full((len(body_volumes), 3), -np.inf)
+    corner = vertices[faces]  # (faces, 3, 3)
+    np.minimum.at(lo, labels, corner.min(axis=1))
+    np.maximum.at(hi, labels, corner.max(axis=1))
+    # Sweep along x: bodies whose boxes overlap (linear after the sort, plus the pairs).
+    order = solid[np.argsort(lo[solid, 0], kind="stable")]
+    parent = {int(b): int(b) for b in solid}
+
+    def find(b: int) -> int:
+        while parent[b] != b:
+            parent[b] = parent[parent[b]]
+            b = parent[b]
+        return b
+
+    active: list[int] = []
+    linked = 0
+    for b in (int(x) for x in order):
+        active = [a for a in active if hi[a, 0] > lo[b, 0]]
+        for a in active:
+            if np.all(lo[a] < hi[b]) and np.all(lo[b] < hi[a]):
+                parent[find(a)] = find(b)
+                linked += 1
+                if linked > 4 * MAX_UNION_BODIES:
+                    return (
+                        0.0,
+                        linked,
+                        (
+                            f"more than {MAX_UNION_BODIES} solid bodies overlap one another; "
+                            "merge them into one solid (a boolean union) before exporting"
+                        ),
+                    )
+        active.append(b)
+    groups: dict[int, list[int]] = {}
+    for b in parent:
+        groups.setdefault(find(b), []).append(b)
+    clusters = [g for g in groups.values() if len(g) > 1]
+    if not clusters:
+        return 0.0, 0, ""
+    if sum(len(g) for g in clusters) > MAX_UNION_BODIES:
+        return (
+            0.0,
+            sum(len(g) for g in clusters),
+            (
+                f"more than {MAX_UNION_BODIES} solid bodies overlap one another; merge them into "
+                "one solid (a boolean union) before exporting"
+            ),
+        )
+    try:
+        import manifold3d
+    except ImportError as exc:  # pragma: no cover - a dependency of the mesh extra
+        raise MissingDependency(exc.name or "manifold3d", "mesh") from None
+    excess = 0.0
+    overlapping = 0
+    for cluster in clusters:
+        parts = []
+        for b in cluster:
+            own = faces[labels == b]
+            used, inverse = np.unique(own, return_inverse=True)
+            part = manifold3d.Manifold(
+                manifold3d.Mesh64(
+                    vert_properties=np.ascontiguousarray(vertices[used], dtype=np.float64),
+                    tri_verts=np.ascontiguousarray(inverse.reshape(-1, 3), dtype=np.uint64),
+                )
+            )
+            if part.status() != manifold3d.Error.NoError:
+                return (
+                    0.0,
+                    len(cluster),
+                    (f"body {b} is not a clean solid for the overlap check ({part.status()})"),
+                )
+            parts.append(part)
+        union = manifold3d.Manifold.batch_boolean(parts, manifold3d.OpType.Add).volume()
+        extra = float(sum(body_volumes[b] for b in cluster) - union)
+        if extra > 1e-9 * max(float(union), 1e-300):
+            excess += extra
+            overlapping += len(cluster)
+    return excess, overlapping, ""
+
+
 def _tol(target: float, abs_tol: float, rel_tol: float) -> float:
     return max(abs_tol, rel_tol * abs(target))
 
@@ -816,6 +920,16 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
         and (volume or 0) > 0
         and not inverted
     )
+    overlap, overlapping, overlap_problem = 0.0, 0, ""
+    if closed:
+        # Solid bodies that overlap count their shared volume once (the union's volume).
+        overlap, overlapping, overlap_problem = _overlap_volume(
+            np, all_vertices, all_faces, labels, body_volumes
+        )
+        if overlap_problem:
+            closed = False
+        elif overlap and volume is not None:
+            volume = volume - overlap
     stats: dict[str, Any] = {
         "faces": int(len(all_faces)),
         "vertices": int(len(all_vertices)),
@@ -827,6 +941,8 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
         "declared_units": declared,
         "degenerate_faces": int(np.count_nonzero(~solid)),
         "inverted_bodies": inverted,
+        "overlapping_bodies": overlapping,
+        "overlap_volume": overlap,
         **topo,
     }
     if need_closed and not closed:
@@ -841,6 +957,8 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
             )
         elif (volume or 0.0) <= 0:
             why = f"the enclosed volume is {_fmt(volume or 0.0)} (faces wound inside out?)"
+        elif overlap_problem:
+            why = overlap_problem
         else:
             why = (
                 f"body {inverted[0]} is inside out (negative volume) and is not a cavity "
