@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -832,14 +833,65 @@ def check_reference(
 # -- entry point ------------------------------------------------------------------------------
 
 
+class _OverBudget(Exception):
+    """The analysis used its CPU budget (raised between steps, turned into a gate failure)."""
+
+    def __init__(self, step: str, used: float) -> None:
+        super().__init__(step)
+        self.step = step
+        self.used = used
+
+
+class _Budget:
+    """CPU seconds the analysis may use, checked between steps.
+
+    CPU time of this process, not wall time: a mesh whose analysis needs more CPU than the
+    budget is too costly (the model's fail); a worker that merely waited for a loaded CPU
+    has used little of it and runs into the wall-clock limit instead (the machine's error).
+    """
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.start = time.process_time()
+
+    def check(self, step: str) -> None:
+        if self.seconds is None:
+            return
+        used = time.process_time() - self.start
+        if used > self.seconds:
+            raise _OverBudget(step, used)
+
+
 def analyze(payload: dict[str, Any]) -> dict[str, Any]:
-    """Worker target: the gate, then every constraint in ``payload["constraints"]``."""
+    """Worker target: the gate, then every constraint in ``payload["constraints"]``.
+
+    A mesh whose analysis needs more than ``payload["cpu_budget_s"]`` CPU seconds fails the
+    gate with feedback naming the step (see :class:`_Budget`).
+    """
+    budget = _Budget(payload.get("cpu_budget_s"))
+    try:
+        return _analyze(payload, budget)
+    except _OverBudget as over:
+        return {
+            "gate": {
+                "passed": False,
+                "reason": f"analysing this mesh took more than its {budget.seconds:g} CPU-second "
+                f"budget ({over.used:.1f} s, during {over.step}): simplify it (fewer faces or "
+                "bodies) so the checks can run",
+            },
+            "stats": {"cpu_s": over.used, "over_budget_at": over.step},
+            "checks": [],
+        }
+
+
+def _analyze(payload: dict[str, Any], budget: _Budget) -> dict[str, Any]:
     np, trimesh = _imports()
     constraints: dict[str, Any] = payload.get("constraints") or {}
     need_closed = bool(constraints.get("closed", True))
     seed = int(payload.get("seed", 0))
     max_load = int(payload.get("max_load_faces", 5_000_000))
     mesh, reason = load_mesh(Path(payload["path"]), payload["file_type"], max_load)
+    budget.check("loading")
     if mesh is None:
         return {"gate": {"passed": False, "reason": reason}, "stats": {}, "checks": []}
     vertices = np.asarray(mesh.vertices)
@@ -881,6 +933,7 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
         if declared != _TRIMESH_UNITS[unit]:
             mesh.convert_units(_TRIMESH_UNITS[unit])
     topo = topology(np, mesh.faces, len(mesh.vertices))
+    budget.check("topology")
     labels = topo.pop("body_labels")
     all_vertices, all_faces = np.asarray(mesh.vertices), np.asarray(mesh.faces)
     tri = np.asarray(mesh.vertices)[np.asarray(mesh.faces)]
@@ -926,6 +979,7 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
         overlap, overlapping, overlap_problem = _overlap_volume(
             np, all_vertices, all_faces, labels, body_volumes
         )
+        budget.check("the overlap union")
         if overlap_problem:
             closed = False
         elif overlap and volume is not None:
@@ -1006,17 +1060,23 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
     if mirrors:
         for m_spec in mirrors if isinstance(mirrors, list) else [mirrors]:
             checks.append(check_mirror(np, trimesh, mesh, m_spec, seed))
+            budget.check("mirror_symmetry")
     if c.get("min_thickness") is not None:
         checks.append(check_thickness(np, trimesh, mesh, c["min_thickness"], seed))
+        budget.check("min_thickness")
     if c.get("inside"):
         checks.append(check_points(np, mesh, c["inside"], True))
+        budget.check("inside")
     if c.get("outside"):
         checks.append(check_points(np, mesh, c["outside"], False))
+        budget.check("outside")
     if c.get("clearance"):
         checks.append(check_clearance(np, trimesh, mesh, c["clearance"], seed, closed))
+        budget.check("clearance")
     ref = payload.get("reference")
     if ref:
         ref_checks, ref_stats = check_reference(np, trimesh, mesh, closed, ref, seed, max_load)
         checks.extend(ref_checks)
+        budget.check("the reference comparison")
         stats["reference"] = ref_stats
     return {"gate": {"passed": True, "reason": ""}, "stats": stats, "checks": checks}

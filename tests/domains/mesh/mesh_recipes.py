@@ -196,6 +196,11 @@ def many_overlapping_cubes(count: int = 600) -> trimesh.Trimesh:
     return _join(*(_box([0.45 * i, 0.0, 0.0], [0.45 * i + 1.0, 1.0, 1.0]) for i in range(count)))
 
 
+def sphere(subdivisions: int = 6, radius: float = 10.0) -> trimesh.Trimesh:
+    """An icosphere (20 * 4**subdivisions faces): honest, but costly to analyse when large."""
+    return trimesh.creation.icosphere(subdivisions=subdivisions, radius=radius)
+
+
 RECIPES: dict[str, Recipe] = {
     name: globals()[name]
     for name in (
@@ -219,6 +224,7 @@ RECIPES: dict[str, Recipe] = {
         "cube_in_cube",
         "cubes_touching_faces",
         "many_overlapping_cubes",
+        "sphere",
     )
 }
 
