@@ -32,7 +32,8 @@ small to alter the stated answer does not count.
 A perturbation that makes the computation fail (a division by zero) is no evidence either
 way. The caller hands over a function from replaced input values to the result, so nothing
 here knows about syntax. Cost: two evaluations per group; the neighbourhood step runs only for
-groups that are locally dead (rare in honest answers), and at most ``MAX_PAIRS`` pairs.
+groups that are locally dead (rare in honest answers), for at most ``MAX_PAIRS`` pairs, and
+stops at the first group that stays dead.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ FACTORS = (1.1, 0.9)
 SHARE = 0.1
 """A change by 10% must move the result by at least this share of the answer's tolerance."""
 
-MAX_PAIRS = 400
-"""Most (dead group, live group) pairs tried in the neighbourhood step (bounded work)."""
+MAX_PAIRS = 64
+"""Most (dead group, live group) pairs tried in the neighbourhood step (bounded work: each
+pair costs six evaluations, and this runs on the inline path, which has no deadline)."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class Dependence(Generic[K]):
     """What the result depends on.
 
     Attributes:
-        dead: Keys of inputs in groups that never move the result, in input order.
+        dead: Keys of the first group found that never moves the result (empty when every
+            group is live), in input order.
         local: Groups (lists of keys) that move the result under a 10% change of their own.
     """
 
@@ -97,21 +100,24 @@ def dependence(
     members = list(groups.values())
     local = [g for g in members if _moves(compute, inputs, g, {}, scale, result, slack)]
     dead_groups = [g for g in members if g not in local]
-    alive: list[list[K]] = []
     pairs = 0
     for group in dead_groups:
         if local and any(k in candidates for k in group):
-            alive.append(group)
             continue
+        rescued = False
         for other in local:
             if pairs >= MAX_PAIRS:
                 break
             pairs += 1
             if _moves_near(compute, inputs, group, other, scale, slack):
-                alive.append(group)
+                rescued = True
                 break
-    dead = {k for g in dead_groups if g not in alive for k in g}
-    return Dependence([k for k in inputs if k in dead], local)
+        if not rescued:
+            # One dead figure decides the verdict: stop here (bounded work on the inline
+            # path, whatever the number of figures).
+            dead = set(group)
+            return Dependence([k for k in inputs if k in dead], local)
+    return Dependence([], local)
 
 
 def _changed(

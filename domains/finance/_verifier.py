@@ -432,15 +432,25 @@ class _Evidence:
                 k = root[k]
             return k
 
-        for i, a in enumerate(keys):
-            cell_a, precise_a = self.cells.get(a, (None, False))
-            for b in keys[i + 1 :]:
-                cell_b, precise_b = self.cells.get(b, (None, False))
-                same_cell = cell_a is not None and cell_a == cell_b
-                same_value = abs(inputs[a]) == abs(inputs[b])
-                distinct = precise_a and precise_b and cell_a != cell_b
-                if same_cell or (same_value and not distinct):
-                    root[find(a)] = find(b)
+        def join(a: Any, b: Any) -> None:
+            root[find(a)] = find(b)
+
+        # Linear: one pass per cell and per value (a long formula must not cost n^2 here).
+        by_cell: dict[Hashable, Any] = {}
+        by_value: dict[float, list[Any]] = {}
+        for k in keys:
+            cell, _ = self.cells.get(k, (None, False))
+            if cell is not None:
+                if cell in by_cell:
+                    join(k, by_cell[cell])
+                else:
+                    by_cell[cell] = k
+            by_value.setdefault(abs(inputs[k]), []).append(k)
+        for bucket in by_value.values():
+            if len(bucket) > 1 and not all(self.cells.get(k, (None, False))[1] for k in bucket):
+                # An imprecise quotation may mean any cell printing this value.
+                for k in bucket[1:]:
+                    join(k, bucket[0])
         return {k: find(k) for k in keys}
 
 
