@@ -34,7 +34,7 @@ from verifiers.text import completion_text, prompt_text
 from verifiers.types import Result, Trajectory
 
 from ._answer import SCALES, Answer, AnswerError, find_answer, read_answer
-from ._dependence import dependence
+from ._dependence import Dependence, dependence
 from ._document import Document, FigureMatch
 from ._formula import (
     Formula,
@@ -597,8 +597,8 @@ _EXTREME = re.compile(
 def _selection_candidates(formula: Formula | None) -> tuple[set[Any], bool]:
     """Inputs that are bare arguments (``a``, ``-a``) of a ``min``/``max`` call, and whether
     the whole formula is such a call."""
-    if formula is None:
-        return set(), False
+    if formula is None or ("min" not in formula.source and "max" not in formula.source):
+        return set(), False  # the usual case, without walking the tree
     found: set[Any] = set()
     for node in ast.walk(formula.tree):
         if not (
@@ -626,6 +626,10 @@ def _selection_candidates(formula: Formula | None) -> tuple[set[Any], bool]:
     return found, whole
 
 
+_DEPENDENCE_MEMO: dict[tuple[Any, ...], Dependence[Any]] = {}
+"""Dependence verdicts by (computation, figures, cells, result, tolerance); bounded."""
+
+
 def _depends(
     compute: Any,
     inputs: dict[Any, float],
@@ -641,14 +645,29 @@ def _depends(
     something; else 0.0 with a feedback line."""
     candidates, selection = _selection_candidates(formula)
     figure = evidence.groups(inputs)
-    found = dependence(
-        compute,
-        inputs,
-        result,
-        slack,
-        cell=figure.__getitem__,
-        candidates=candidates,
-    )
+    # GRPO groups repeat completions: the verdict of one computation over the same figures
+    # (values and cells) at the same tolerance is computed once.
+    source = formula.source if formula is not None else program.source if program else ""
+    key = (what, source, tuple(inputs.items()), tuple(figure.values()), result, slack)
+    memo_key: tuple[Any, ...] | None = key
+    found: Dependence[Any] | None
+    try:
+        found = _DEPENDENCE_MEMO.get(key)
+    except TypeError:  # an unhashable input key: no memo
+        memo_key, found = None, None
+    if found is None:
+        found = dependence(
+            compute,
+            inputs,
+            result,
+            slack,
+            cell=figure.__getitem__,
+            candidates=candidates,
+        )
+        if memo_key is not None:
+            if len(_DEPENDENCE_MEMO) >= 4096:
+                _DEPENDENCE_MEMO.clear()
+            _DEPENDENCE_MEMO[memo_key] = found
     if found.dead:
         shown = ", ".join(_input_name(k, formula, program) for k in found.dead)
         feedback.append(
