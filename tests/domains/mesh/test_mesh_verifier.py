@@ -237,7 +237,7 @@ def test_costly_analysis_is_the_models_fail_and_a_starved_worker_abstains(tmp_pa
     """Through the real worker pool: a mesh that needs more CPU than its analysis budget is a
     ``fail`` with feedback (model-caused); a wall-clock limit the worker runs into is an
     ``error`` (machine-caused), never a score."""
-    trimesh.creation.icosphere(subdivisions=7, radius=10.0).export(tmp_path / "ball.ply")
+    trimesh.creation.icosphere(subdivisions=6, radius=10.0).export(tmp_path / "ball.ply")
     heavy = {"min_thickness": 1.0, "mirror_symmetry": {"plane": "yz", "tol": 0.01}}
     costly = {
         "id": "costly",
