@@ -145,7 +145,7 @@ def _year_ok(match: FigureMatch, question: str) -> bool:
 class _Question:
     """The question, read once: its compact text, stems and whole words."""
 
-    __slots__ = ("compact", "letters", "text", "tokens", "words")
+    __slots__ = ("compact", "letters", "names_a_row", "text", "tokens", "words")
 
     def __init__(self, question: str) -> None:
         self.text = question[:_MAX_QUESTION]
@@ -153,6 +153,8 @@ class _Question:
         self.letters = _letters(self.compact)
         self.words = question_words(self.text)
         self.tokens = set(re.findall(r"[a-z0-9]+", self.text.casefold()))
+        self.names_a_row: dict[int, bool] = {}
+        """Per table (by id, within one call): does the question name one of its rows?"""
 
 
 def relevance(
@@ -246,10 +248,12 @@ def _row_named(table: Table, row: int, column: int | None, asked: _Question) -> 
         return True
     if column is None:
         return False
-    names_a_row = any(
-        question_words(table.shown_label(r)) and _label_named(table, r, asked)
-        for r in range(table.header_rows, len(table.rows))
-    )
+    names_a_row = asked.names_a_row.get(id(table))
+    if names_a_row is None:  # once per table and question, not per figure
+        names_a_row = asked.names_a_row[id(table)] = any(
+            question_words(table.shown_label(r)) and _label_named(table, r, asked)
+            for r in range(table.header_rows, len(table.rows))
+        )
     if names_a_row:
         return False
     titles = " ".join(
