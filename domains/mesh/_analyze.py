@@ -430,10 +430,13 @@ def _overlap_volume(
         raise MissingDependency(exc.name or "manifold3d", "mesh") from None
     excess = 0.0
     overlapping = 0
+    # Faces grouped by body once (not one pass over every face per body).
+    by_body = np.argsort(labels, kind="stable")
+    first_face = np.searchsorted(labels[by_body], np.arange(len(body_volumes) + 1))
     for cluster in clusters:
         parts = []
         for b in cluster:
-            own = faces[labels == b]
+            own = faces[by_body[first_face[b] : first_face[b + 1]]]
             used, inverse = np.unique(own, return_inverse=True)
             part = manifold3d.Manifold(
                 manifold3d.Mesh64(
