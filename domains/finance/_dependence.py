@@ -24,6 +24,12 @@ small to alter the stated answer does not count.
   ``(a - b) / c`` with ``a == b`` in the data (an honest zero change: ``c`` has no effect at
   exactly that point) keeps ``c``, while a term that vanishes (``s * 0``, ``s / 1e12``,
   ``round(s / 1e4)``) or loses a kink by a wide margin (``max(o / 2, b)``) stays dead.
+- **Padding.** Figures of *different* cells that print the same value and cancel
+  (``c + a - b`` with ``a == b``) each move the result alone, but kept equal (scaled or
+  shifted together) they never do while another figure does: they are dead together. An
+  honest zero change (result 0) and a ratio of equal figures with nothing else live
+  (``a / b`` = 1) are not padding; ``30 + (a - b)`` (only constants beside the pair) is a
+  known gap of the same shape as that ratio.
 - **Selections.** The caller may name figures that are bare candidates of a ``min``/``max``
   (``max(a, b)``): such a figure is used by being compared, so it is live when some figure
   is. A selection's result is one of its figures, so the caller's restatement check
@@ -99,6 +105,9 @@ def dependence(
     scale = max((abs(v) for v in inputs.values()), default=1.0) or 1.0
     members = list(groups.values())
     local = [g for g in members if _moves(compute, inputs, g, {}, scale, result, slack)]
+    padding = _zero_difference(compute, inputs, members, local, scale, result, slack)
+    if padding:
+        return Dependence([k for k in inputs if k in padding], local)
     dead_groups = [g for g in members if g not in local]
     pairs = 0
     for group in dead_groups:
@@ -118,6 +127,41 @@ def dependence(
             dead = set(group)
             return Dependence([k for k in inputs if k in dead], local)
     return Dependence([], local)
+
+
+def _zero_difference(
+    compute: Callable[[Mapping[K, float]], float | bool],
+    inputs: Mapping[K, float],
+    members: list[list[K]],
+    local: list[list[K]],
+    scale: float,
+    result: float | bool,
+    slack: float,
+) -> set[K]:
+    """Figures of *different* cells that print the same value and cancel (``c + a - b`` with
+    ``a == b``): kept equal (scaled or shifted together) they never move the result, while
+    another figure does, so the result comes from elsewhere and they are padding. Not padding:
+    a result that is their cancellation itself (an honest zero change ``(a - b) / c``, or a
+    ratio ``a / b`` of 1 with nothing else live)."""
+    if isinstance(result, bool) or abs(result) <= slack:
+        return set()
+    by_value: dict[float, list[list[K]]] = {}
+    for group in members:
+        by_value.setdefault(abs(inputs[group[0]]), []).append(group)
+    for value, same in by_value.items():
+        if len(same) < 2 or value == 0:
+            continue
+        joint = [k for g in same for k in g]
+        if not any(g not in same for g in local):
+            continue
+        shifted = {k: inputs[k] + (0.1 * value if inputs[k] > 0 else -0.1 * value) for k in joint}
+        try:
+            moved_shift = abs(compute(shifted) - result) > SHARE * slack  # type: ignore[operator]
+        except FormulaError:
+            moved_shift = True  # no evidence: keep them
+        if not moved_shift and not _moves(compute, inputs, joint, {}, scale, result, slack):
+            return set(joint)
+    return set()
 
 
 def _changed(

@@ -14,10 +14,22 @@ def test_quotations_of_one_cell_change_together() -> None:
         v = {**values, **changed}
         return v["a"] - v["b"] + v["c"]
 
-    apart = dependence(compute, values, 24.41, 0.005)
-    assert apart.dead == []  # as two quotations, each seems to matter
     same = dependence(compute, values, 24.41, 0.005, cell={"a": 0, "b": 0, "c": 1}.__getitem__)
     assert same.dead == ["a", "b"]
+    # Two different cells printing the same value cancel just the same: padding, since the
+    # result moves only with c.
+    apart = dependence(compute, values, 24.41, 0.005)
+    assert apart.dead == ["a", "b"]
+
+
+def test_a_ratio_of_equal_figures_is_not_padding() -> None:
+    values = {"a": 442262.0, "b": 442262.0}
+
+    def compute(changed: Mapping[str, float]) -> float:
+        v = {**values, **changed}
+        return v["a"] / v["b"]
+
+    assert dependence(compute, values, 1.0, 0.001).dead == []
 
 
 def test_an_honest_zero_change_keeps_its_base() -> None:
