@@ -16,7 +16,10 @@ that failed, naming the operand, cell or step at fault, and never the reference 
 
 from __future__ import annotations
 
+import ast
 import math
+import re
+from collections.abc import Hashable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
@@ -31,8 +34,8 @@ from verifiers.text import completion_text, prompt_text
 from verifiers.types import Result, Trajectory
 
 from ._answer import SCALES, Answer, AnswerError, find_answer, read_answer
-from ._dependence import dead_inputs
-from ._document import Document
+from ._dependence import Dependence, dependence
+from ._document import Document, FigureMatch
 from ._formula import (
     Formula,
     FormulaError,
@@ -292,6 +295,8 @@ def judge(
     # -- grounding -----------------------------------------------------------------------
     used = formula.names if formula is not None else (program.names if program else frozenset())
     found_at: list[tuple[str, Any]] = []
+    cells: dict[Any, tuple[Hashable, bool]] = {}
+    """Dependence-test input key -> (the document cell it was found at, cited precisely)."""
     if document is not None:
         checked: list[dict[str, Any]] = []
         unused = [name for name in answer.operands if name not in used]
@@ -306,6 +311,8 @@ def judge(
             match = document.locate(operand.number, operand.cite, sign=spec.grounding_sign)
             if match.found:
                 found_at.append((f"operand {operand.name}", match))
+                key = ("name", operand.name) if formula is not None else operand.name
+                cells[key] = (_cell_of(match), _precise(operand.cite))
             checked.append(
                 {
                     "operand": operand.name,
@@ -317,21 +324,24 @@ def judge(
                     "reason": match.reason,
                 }
             )
-        literals: list[tuple[str, Number]] = []
+        literals: list[tuple[str, Number, Any]] = []
         if formula is not None:
             literals = [
-                (f"{value:g}", Number(value, decimals))
+                (f"{value:g}", Number(value, decimals), ("literal", value))
                 for value, decimals in formula.literals
                 if not is_constant(value)
             ]
         elif program is not None:
             literals = [
-                (raw, num) for raw in program.literals if (num := parse_number(raw)) is not None
+                (raw, num, raw)
+                for raw in program.literals
+                if (num := parse_number(raw)) is not None
             ]
-        for raw, number in literals:
+        for raw, number, key in literals:
             match = document.locate(number, None, sign=spec.grounding_sign)
             if match.found:
                 found_at.append((f"literal {raw}", match))
+                cells[key] = (_cell_of(match), False)
             checked.append(
                 {
                     "literal": raw,
@@ -365,7 +375,15 @@ def judge(
     else:
         try:
             components["consistency"] = _consistency(
-                answer, formula, program, document, effective_scale, spec, feedback, details
+                answer,
+                formula,
+                program,
+                document,
+                effective_scale,
+                spec,
+                feedback,
+                details,
+                _Evidence(cells, question),
             )
         except FormulaRejected as exc:
             return _rejected(answer, exc, zeros, details)
@@ -390,6 +408,65 @@ def judge(
     )
 
 
+class _Evidence:
+    """What the dependence test needs from grounding and the prompt."""
+
+    __slots__ = ("cells", "question")
+
+    def __init__(self, cells: dict[Any, tuple[Hashable, bool]], question: str) -> None:
+        self.cells = cells
+        """Input key -> (document cell, cited precisely)."""
+        self.question = question
+
+    def groups(self, inputs: dict[Any, float]) -> dict[Any, Any]:
+        """Input key -> its figure: quotations of one cell are one figure, and so are equal
+        values unless both are cited precisely (row and column, or paragraph) at different
+        cells (an ambiguous citation of a value printed twice may mean either cell, so it
+        cannot stand for a second, independent figure)."""
+        keys = list(inputs)
+        root = {k: k for k in keys}
+
+        def find(k: Any) -> Any:
+            while root[k] != k:
+                root[k] = root[root[k]]
+                k = root[k]
+            return k
+
+        def join(a: Any, b: Any) -> None:
+            root[find(a)] = find(b)
+
+        # Linear: one pass per cell and per value (a long formula must not cost n^2 here).
+        by_cell: dict[Hashable, Any] = {}
+        by_value: dict[float, list[Any]] = {}
+        for k in keys:
+            cell, _ = self.cells.get(k, (None, False))
+            if cell is not None:
+                if cell in by_cell:
+                    join(k, by_cell[cell])
+                else:
+                    by_cell[cell] = k
+            by_value.setdefault(abs(inputs[k]), []).append(k)
+        for bucket in by_value.values():
+            if len(bucket) > 1 and not all(self.cells.get(k, (None, False))[1] for k in bucket):
+                # An imprecise quotation may mean any cell printing this value.
+                for k in bucket[1:]:
+                    join(k, bucket[0])
+        return {k: find(k) for k in keys}
+
+
+def _precise(cite: dict[str, Any] | None) -> bool:
+    """A citation that names one cell: row and column, or a paragraph."""
+    if not cite:
+        return False
+    return ("row" in cite and "column" in cite) or "paragraph" in cite
+
+
+def _cell_of(match: FigureMatch) -> Hashable:
+    if match.table is not None:
+        return ("cell", id(match.table), match.row, match.column, match.printed)
+    return ("paragraph", match.paragraph, match.printed)
+
+
 def _consistency(
     answer: Answer,
     formula: Formula | None,
@@ -399,7 +476,9 @@ def _consistency(
     spec: FinanceSpec,
     feedback: list[str],
     details: dict[str, Any],
+    evidence: _Evidence | None = None,
 ) -> float:
+    evidence = evidence or _Evidence({}, "")
     values: dict[str, float] = {}
     base_units = False
     for operand in answer.operands.values():
@@ -445,7 +524,7 @@ def _consistency(
                 f"consistency: the {what} gives {_show(result)}, the answer says {answer.text}"
             )
             return 0.0
-        return _depends(compute, inputs, result, 0.0, what, formula, program, feedback)
+        return _depends(compute, inputs, result, 0.0, what, formula, program, feedback, evidence)
     assert answer.value is not None
     factor = scale_factor(scale) if base_units and scale != "percent" else 1.0
     stated = answer.value * factor
@@ -461,7 +540,9 @@ def _consistency(
     slacks = [(t, max(h, spec.consistency_rtol * abs(t), 1e-9)) for t, h in candidates]
     for target, slack in sorted(slacks, key=lambda c: c[1]):
         if abs(result - target) <= slack:
-            return _depends(compute, inputs, result, slack, what, formula, program, feedback)
+            return _depends(
+                compute, inputs, result, slack, what, formula, program, feedback, evidence
+            )
     feedback.append(
         f"consistency: the {what} gives {result:.6g}, but the answer says {answer.text}"
         + (f" {scale}" if scale else "")
@@ -505,6 +586,50 @@ def _input_name(key: Any, formula: Formula | None, program: Program | None) -> s
     return f"{key!r:.40}"
 
 
+_EXTREME = re.compile(
+    r"\b(?:max(?:imum)?|min(?:imum)?|high(?:er|est)|larg(?:er|est)|great(?:er|est)|"
+    r"low(?:er|est)|small(?:er|est)|most|least|peak|bigg(?:er|est))\b",
+    re.I,
+)
+"""Words of a question that asks for a selection (the larger of two figures is the answer)."""
+
+
+def _selection_candidates(formula: Formula | None) -> tuple[set[Any], bool]:
+    """Inputs that are bare arguments (``a``, ``-a``) of a ``min``/``max`` call, and whether
+    the whole formula is such a call."""
+    if formula is None or ("min" not in formula.source and "max" not in formula.source):
+        return set(), False  # the usual case, without walking the tree
+    found: set[Any] = set()
+    for node in ast.walk(formula.tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("min", "max")
+        ):
+            continue
+        args: list[ast.expr] = []
+        for arg in node.args:
+            args.extend(arg.elts if isinstance(arg, ast.Tuple | ast.List) else [arg])
+        for arg in args:
+            while isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub | ast.UAdd):
+                arg = arg.operand
+            if isinstance(arg, ast.Name):
+                found.add(("name", arg.id))
+            elif isinstance(arg, ast.Constant) and isinstance(arg.value, int | float):
+                found.add(("literal", float(arg.value)))
+    top = formula.tree
+    whole = (
+        isinstance(top, ast.Call)
+        and isinstance(top.func, ast.Name)
+        and top.func.id in ("min", "max")
+    )
+    return found, whole
+
+
+_DEPENDENCE_MEMO: dict[tuple[Any, ...], Dependence[Any]] = {}
+"""Dependence verdicts by (computation, figures, cells, result, tolerance); bounded."""
+
+
 def _depends(
     compute: Any,
     inputs: dict[Any, float],
@@ -514,19 +639,54 @@ def _depends(
     formula: Formula | None,
     program: Program | None,
     feedback: list[str],
+    evidence: _Evidence,
 ) -> float:
-    """1.0 when the result depends on every figure (see ``_dependence``) and computes
+    """1.0 when the result depends on every cited cell (see ``_dependence``) and computes
     something; else 0.0 with a feedback line."""
-    dead = dead_inputs(compute, inputs, result, slack)
-    if dead:
-        shown = ", ".join(_input_name(k, formula, program) for k in dead)
+    candidates, selection = _selection_candidates(formula)
+    figure = evidence.groups(inputs)
+    # GRPO groups repeat completions: the verdict of one computation over the same figures
+    # (values and cells) at the same tolerance is computed once.
+    source = formula.source if formula is not None else program.source if program else ""
+    key = (what, source, tuple(inputs.items()), tuple(figure.values()), result, slack)
+    memo_key: tuple[Any, ...] | None = key
+    found: Dependence[Any] | None
+    try:
+        found = _DEPENDENCE_MEMO.get(key)
+    except TypeError:  # an unhashable input key: no memo
+        memo_key, found = None, None
+    if found is None:
+        found = dependence(
+            compute,
+            inputs,
+            result,
+            slack,
+            cell=figure.__getitem__,
+            candidates=candidates,
+        )
+        if memo_key is not None:
+            if len(_DEPENDENCE_MEMO) >= 4096:
+                _DEPENDENCE_MEMO.clear()
+            _DEPENDENCE_MEMO[memo_key] = found
+    if found.dead:
+        shown = ", ".join(_input_name(k, formula, program) for k in found.dead)
         feedback.append(
             f"consistency: figure(s) {shown} do not affect the {what}'s result beyond the "
-            "answer's precision (cancelled, multiplied away, vanishing or hidden behind "
-            f"min/max): the {what} must compute the answer from every figure it cites"
+            "answer's precision (cancelled against another quotation of the same cell, "
+            f"multiplied away, vanishing or hidden behind min/max): the {what} must compute "
+            "the answer from every figure it cites"
         )
         return 0.0
-    if not isinstance(result, bool) and _restates(inputs, result, slack):
+    # A formula that is a whole min/max picks one of its figures: a restatement unless the
+    # question asks for the larger/smaller one. Otherwise a restatement is one locally live
+    # figure whose value is the result (``a * 100``, ``max(o / 2, a)``).
+    asks_selection = selection and bool(_EXTREME.search(evidence.question[:4000]))
+    if not isinstance(result, bool) and (
+        (selection and not asks_selection and any(_restates(v, result) for v in inputs.values()))
+        or (
+            not selection and len(found.local) == 1 and _restates(inputs[found.local[0][0]], result)
+        )
+    ):
         feedback.append(
             f"consistency: the {what} only restates one figure (times a power of ten): "
             "compute the answer from the figures the question asks about"
@@ -535,11 +695,8 @@ def _depends(
     return 1.0
 
 
-def _restates(inputs: dict[Any, float], result: float, slack: float) -> bool:
-    """One figure whose value is the result, up to sign and a power of ten."""
-    if len(inputs) != 1:
-        return False
-    value = next(iter(inputs.values()))
+def _restates(value: float, result: float) -> bool:
+    """The result is ``value`` up to sign and a power of ten."""
     if value == 0:
         return result == 0
     ratio = abs(result / value)

@@ -40,34 +40,56 @@ class TatqaItem:
     computed: float
 
 
-def _header(table: Table, col: int) -> str:
-    for r in range(table.header_rows - 1, -1, -1):
-        text = table.rows[r][col].strip()
-        if text:
-            return text
-    return ""
-
-
 def _row_label(cells: list[str], col: int) -> str:
     return next((c for c in cells[:col] if c.strip() and parse_number(c) is None), "")
 
 
-def _find(doc: Document, number: Number) -> tuple[str, dict[str, Any]] | None:
-    """Where a derivation figure is printed: the cell text and a citation."""
-    for table in doc.tables:
+def _header(table: Table, col: int) -> str:
+    """The column's title that tells it apart: the lowest header cell whose text no other
+    column of that header row shares (``2019`` rather than a ``€m`` over every column)."""
+    fallback = ""
+    for r in range(table.header_rows - 1, -1, -1):
+        text = table.rows[r][col].strip()
+        if not text:
+            continue
+        fallback = fallback or text
+        if sum(1 for c in table.rows[r] if c.strip() == text) == 1:
+            return text
+    return fallback
+
+
+def _find(
+    doc: Document, number: Number, taken: set[tuple[int, int, int]] | None = None
+) -> tuple[str, dict[str, Any]] | None:
+    """Where a derivation figure is printed: the cell text and a citation.
+
+    A value the derivation already quoted from one cell is quoted from another cell of the
+    same row when the row prints it twice (``21.0% - 21.0%``: the 2019 and the 2018 rate),
+    else from the same cell again (``(a - b) / b``). ``taken`` records the cells used.
+    """
+    taken = taken if taken is not None else set()
+    for t, table in enumerate(doc.tables):
         for r in range(table.header_rows, len(table.rows)):
-            for c, printed in enumerate(table.numbers[r]):
-                if printed is None or printed.dash or c == 0:
-                    continue
-                if abs(abs(printed.value) - abs(number.value)) < 1e-9:
-                    cite: dict[str, Any] = {}
-                    label = _row_label(table.rows[r], c)
-                    if label:
-                        cite["row"] = label
-                    header = _header(table, c)
-                    if header:
-                        cite["column"] = header
-                    return table.rows[r][c], cite
+            same = [
+                c
+                for c, printed in enumerate(table.numbers[r])
+                if printed is not None
+                and not printed.dash
+                and c != 0
+                and abs(abs(printed.value) - abs(number.value)) < 1e-9
+            ]
+            if not same:
+                continue
+            c = next((c for c in same if (t, r, c) not in taken), same[0])
+            taken.add((t, r, c))
+            cite: dict[str, Any] = {}
+            label = _row_label(table.rows[r], c)
+            if label:
+                cite["row"] = label
+            header = _header(table, c)
+            if header:
+                cite["column"] = header
+            return table.rows[r][c], cite
     for p, items in enumerate(doc.text_numbers()):
         for raw, printed in items:
             if (
@@ -84,8 +106,8 @@ def _find(doc: Document, number: Number) -> tuple[str, dict[str, Any]] | None:
             ):
                 return raw, {}
         for r in range(table.header_rows):
-            for printed in table.numbers[r]:
-                if printed is not None and printed.value == number.value and not number.percent:
+            for head in table.numbers[r]:
+                if head is not None and head.value == number.value and not number.percent:
                     return f"{number.value:g}", {}
     return None
 
@@ -117,7 +139,7 @@ def convert(doc_json: dict[str, Any], question: dict[str, Any]) -> TatqaItem | N
 
     Figures of the derivation are looked up in the table (then the paragraphs); each becomes
     an operand quoting the printed cell, with a row/column (or paragraph) citation. Small
-    plain integers printed nowhere, or dividing (``/2``, ``/3``), stay literal constants. A derivation figure printed
+    plain integers printed nowhere, or dividing (``/2``, ``/3``), and the constant 1 stay literal constants. A derivation figure printed
     nowhere is kept as an operand without citation (its grounding fails, honestly). TAT-QA
     writes accounting negatives both ways (``(71)`` as -71, or ``71`` after a minus sign), so
     the reading whose result matches the gold answer is kept.
@@ -138,14 +160,21 @@ def convert(doc_json: dict[str, Any], question: dict[str, Any]) -> TatqaItem | N
     text = derivation.replace("[", "(").replace("]", ")").replace("\u2212", "-")
     tokens = list(_TOKEN.finditer(text))
     found: list[tuple[str, Number, tuple[str, dict[str, Any]] | None] | None] = []
+    taken: set[tuple[int, int, int]] = set()
     for match in tokens:
         token = match.group(0).strip()
         number = parse_number(token)
         if number is None:
             return None
-        where = _find(doc, number)
+        where = _find(doc, number, taken)
         divisor = text[: match.start()].rstrip().endswith("/") and number.value <= 12
-        plain = token.isdigit() and abs(number.value) <= 100 and (where is None or divisor)
+        # The constant one (``x1 / x2 - 1``) is arithmetic, not a figure, even where some
+        # paragraph happens to print a 1 ("Note 1").
+        plain = (
+            token.isdigit()
+            and abs(number.value) <= 100
+            and (where is None or divisor or number.value == 1)
+        )
         found.append(None if plain else (token, number, where))
     scale = str(question.get("scale") or "")
     first: TatqaItem | None = None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -326,6 +327,136 @@ def _stray_inverted_bodies(
 
 
 # -- checks ----------------------------------------------------------------------------------
+
+
+NEGLIGIBLE_BODY = 1e-9
+"""Share of the total volume below which a body is left out of the overlap analysis."""
+MAX_BOX_PAIRS = 20_000_000
+"""Most body pairs whose ranges overlap along the swept axis that the overlap check
+compares (vectorised: well under a second); more fail the gate with feedback."""
+MAX_UNION_BODIES = 512
+"""Most solid bodies whose bounding boxes overlap that the union volume is computed for; a
+mesh with more overlapping bodies fails with feedback (bounded work)."""
+
+
+def _overlap_volume(
+    np: Any, vertices: Any, faces: Any, labels: Any, body_volumes: Any
+) -> tuple[float, int, str]:
+    """Volume counted more than once by solid bodies that overlap, and how many overlap.
+
+    The divergence-theorem volume adds each body's volume, so two identical cubes stacked
+    in place count twice. Bodies whose bounding boxes overlap are united with manifold3d
+    (exact booleans) and the excess is returned; cavities (inside-out bodies nested in a
+    solid, already checked) keep subtracting their volume. Returns ``(excess, overlapping,
+    problem)``; ``problem`` is a reason to fail the gate ("" when none).
+    """
+    # Bodies of negligible volume (slivers) cannot move the total by more than the face cap
+    # times this share, far below any tolerance; they are left out of the union.
+    total = float(body_volumes[body_volumes > 0].sum())
+    solid = np.flatnonzero(body_volumes > NEGLIGIBLE_BODY * total)
+    if len(solid) < 2:
+        return 0.0, 0, ""
+    lo = np.full((len(body_volumes), 3), np.inf)
+    hi = np.full((len(body_volumes), 3), -np.inf)
+    corner = vertices[faces]  # (faces, 3, 3)
+    np.minimum.at(lo, labels, corner.min(axis=1))
+    np.maximum.at(hi, labels, corner.max(axis=1))
+    # Sweep along one axis: for each body, the bodies starting inside its range there (one
+    # searchsorted), tested on all three axes in one vectorised step. The candidates compared are capped, so a mesh
+    # of many bodies stacked over one x-range cannot make this quadratic.
+    # The axis along which the fewest boxes overlap is swept (slabs stacked along y share
+    # their x-range, not their y-range).
+    best: tuple[int, Any, Any] | None = None
+    for axis in range(3):
+        order_k = solid[np.argsort(lo[solid, axis], kind="stable")]
+        ends_k = np.searchsorted(lo[order_k, axis], hi[order_k, axis], side="left")
+        pairs = int(np.sum(np.maximum(ends_k - np.arange(len(order_k)) - 1, 0)))
+        if best is None or pairs < best[0]:
+            best = (pairs, order_k, ends_k)
+    assert best is not None
+    pairs, order, ends = best
+    if pairs > MAX_BOX_PAIRS:
+        problem = (
+            f"the boxes of {len(order)} solid bodies overlap in {pairs} pairs along every "
+            "axis, too many for the overlap check; merge them into one solid (a boolean union) "
+            "before exporting"
+        )
+        return 0.0, len(order), problem
+    parent = {int(b): int(b) for b in solid}
+
+    def find(b: int) -> int:
+        while parent[b] != b:
+            parent[b] = parent[parent[b]]
+            b = parent[b]
+        return b
+
+    linked = 0
+    for i in range(len(order)):
+        if ends[i] <= i + 1:
+            continue
+        a = order[i]
+        others = order[i + 1 : ends[i]]
+        hit = others[np.all((lo[others] < hi[a]) & (lo[a] < hi[others]), axis=1)]
+        for b in hit.tolist():
+            parent[find(int(a))] = find(int(b))
+        linked += len(hit)
+        if linked > 4 * MAX_UNION_BODIES:
+            return (
+                0.0,
+                linked,
+                (
+                    f"more than {MAX_UNION_BODIES} solid bodies overlap one another; "
+                    "merge them into one solid (a boolean union) before exporting"
+                ),
+            )
+    groups: dict[int, list[int]] = {}
+    for b in parent:
+        groups.setdefault(find(b), []).append(b)
+    clusters = [g for g in groups.values() if len(g) > 1]
+    if not clusters:
+        return 0.0, 0, ""
+    if sum(len(g) for g in clusters) > MAX_UNION_BODIES:
+        return (
+            0.0,
+            sum(len(g) for g in clusters),
+            (
+                f"more than {MAX_UNION_BODIES} solid bodies overlap one another; merge them into "
+                "one solid (a boolean union) before exporting"
+            ),
+        )
+    try:
+        import manifold3d
+    except ImportError as exc:  # pragma: no cover - a dependency of the mesh extra
+        raise MissingDependency(exc.name or "manifold3d", "mesh") from None
+    excess = 0.0
+    overlapping = 0
+    # Faces grouped by body once (not one pass over every face per body).
+    by_body = np.argsort(labels, kind="stable")
+    first_face = np.searchsorted(labels[by_body], np.arange(len(body_volumes) + 1))
+    for cluster in clusters:
+        parts = []
+        for b in cluster:
+            own = faces[by_body[first_face[b] : first_face[b + 1]]]
+            used, inverse = np.unique(own, return_inverse=True)
+            part = manifold3d.Manifold(
+                manifold3d.Mesh64(
+                    vert_properties=np.ascontiguousarray(vertices[used], dtype=np.float64),
+                    tri_verts=np.ascontiguousarray(inverse.reshape(-1, 3), dtype=np.uint64),
+                )
+            )
+            if part.status() != manifold3d.Error.NoError:
+                return (
+                    0.0,
+                    len(cluster),
+                    (f"body {b} is not a clean solid for the overlap check ({part.status()})"),
+                )
+            parts.append(part)
+        union = manifold3d.Manifold.batch_boolean(parts, manifold3d.OpType.Add).volume()
+        extra = float(sum(body_volumes[b] for b in cluster) - union)
+        if extra > 1e-9 * max(float(union), 1e-300):
+            excess += extra
+            overlapping += len(cluster)
+    return excess, overlapping, ""
 
 
 def _tol(target: float, abs_tol: float, rel_tol: float) -> float:
@@ -728,14 +859,65 @@ def check_reference(
 # -- entry point ------------------------------------------------------------------------------
 
 
+class _OverBudget(Exception):
+    """The analysis used its CPU budget (raised between steps, turned into a gate failure)."""
+
+    def __init__(self, step: str, used: float) -> None:
+        super().__init__(step)
+        self.step = step
+        self.used = used
+
+
+class _Budget:
+    """CPU seconds the analysis may use, checked between steps.
+
+    CPU time of this process, not wall time: a mesh whose analysis needs more CPU than the
+    budget is too costly (the model's fail); a worker that merely waited for a loaded CPU
+    has used little of it and runs into the wall-clock limit instead (the machine's error).
+    """
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.start = time.process_time()
+
+    def check(self, step: str) -> None:
+        if self.seconds is None:
+            return
+        used = time.process_time() - self.start
+        if used > self.seconds:
+            raise _OverBudget(step, used)
+
+
 def analyze(payload: dict[str, Any]) -> dict[str, Any]:
-    """Worker target: the gate, then every constraint in ``payload["constraints"]``."""
+    """Worker target: the gate, then every constraint in ``payload["constraints"]``.
+
+    A mesh whose analysis needs more than ``payload["cpu_budget_s"]`` CPU seconds fails the
+    gate with feedback naming the step (see :class:`_Budget`).
+    """
+    budget = _Budget(payload.get("cpu_budget_s"))
+    try:
+        return _analyze(payload, budget)
+    except _OverBudget as over:
+        return {
+            "gate": {
+                "passed": False,
+                "reason": f"analysing this mesh took more than its {budget.seconds:g} CPU-second "
+                f"budget ({over.used:.1f} s, during {over.step}): simplify it (fewer faces or "
+                "bodies) so the checks can run",
+            },
+            "stats": {"cpu_s": over.used, "over_budget_at": over.step},
+            "checks": [],
+        }
+
+
+def _analyze(payload: dict[str, Any], budget: _Budget) -> dict[str, Any]:
     np, trimesh = _imports()
     constraints: dict[str, Any] = payload.get("constraints") or {}
     need_closed = bool(constraints.get("closed", True))
     seed = int(payload.get("seed", 0))
     max_load = int(payload.get("max_load_faces", 5_000_000))
     mesh, reason = load_mesh(Path(payload["path"]), payload["file_type"], max_load)
+    budget.check("loading")
     if mesh is None:
         return {"gate": {"passed": False, "reason": reason}, "stats": {}, "checks": []}
     vertices = np.asarray(mesh.vertices)
@@ -777,6 +959,7 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
         if declared != _TRIMESH_UNITS[unit]:
             mesh.convert_units(_TRIMESH_UNITS[unit])
     topo = topology(np, mesh.faces, len(mesh.vertices))
+    budget.check("topology")
     labels = topo.pop("body_labels")
     all_vertices, all_faces = np.asarray(mesh.vertices), np.asarray(mesh.faces)
     tri = np.asarray(mesh.vertices)[np.asarray(mesh.faces)]
@@ -816,6 +999,17 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
         and (volume or 0) > 0
         and not inverted
     )
+    overlap, overlapping, overlap_problem = 0.0, 0, ""
+    if closed:
+        # Solid bodies that overlap count their shared volume once (the union's volume).
+        overlap, overlapping, overlap_problem = _overlap_volume(
+            np, all_vertices, all_faces, labels, body_volumes
+        )
+        budget.check("the overlap union")
+        if overlap_problem:
+            closed = False
+        elif overlap and volume is not None:
+            volume = volume - overlap
     stats: dict[str, Any] = {
         "faces": int(len(all_faces)),
         "vertices": int(len(all_vertices)),
@@ -827,6 +1021,8 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
         "declared_units": declared,
         "degenerate_faces": int(np.count_nonzero(~solid)),
         "inverted_bodies": inverted,
+        "overlapping_bodies": overlapping,
+        "overlap_volume": overlap,
         **topo,
     }
     if need_closed and not closed:
@@ -841,6 +1037,8 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
             )
         elif (volume or 0.0) <= 0:
             why = f"the enclosed volume is {_fmt(volume or 0.0)} (faces wound inside out?)"
+        elif overlap_problem:
+            why = overlap_problem
         else:
             why = (
                 f"body {inverted[0]} is inside out (negative volume) and is not a cavity "
@@ -888,17 +1086,23 @@ def analyze(payload: dict[str, Any]) -> dict[str, Any]:
     if mirrors:
         for m_spec in mirrors if isinstance(mirrors, list) else [mirrors]:
             checks.append(check_mirror(np, trimesh, mesh, m_spec, seed))
+            budget.check("mirror_symmetry")
     if c.get("min_thickness") is not None:
         checks.append(check_thickness(np, trimesh, mesh, c["min_thickness"], seed))
+        budget.check("min_thickness")
     if c.get("inside"):
         checks.append(check_points(np, mesh, c["inside"], True))
+        budget.check("inside")
     if c.get("outside"):
         checks.append(check_points(np, mesh, c["outside"], False))
+        budget.check("outside")
     if c.get("clearance"):
         checks.append(check_clearance(np, trimesh, mesh, c["clearance"], seed, closed))
+        budget.check("clearance")
     ref = payload.get("reference")
     if ref:
         ref_checks, ref_stats = check_reference(np, trimesh, mesh, closed, ref, seed, max_load)
         checks.extend(ref_checks)
+        budget.check("the reference comparison")
         stats["reference"] = ref_stats
     return {"gate": {"passed": True, "reason": ""}, "stats": stats, "checks": checks}

@@ -247,7 +247,13 @@ class MeshSpec(Spec):
     constraints: Constraints = Field(default_factory=Constraints)
     script: ScriptSettings = Field(default_factory=ScriptSettings)
     timeout_s: float = Field(default=120.0, gt=0)
-    """Time limit of the analysis worker."""
+    """Time limit of the analysis worker (wall clock: running past it is the machine's
+    fault, an ``error``)."""
+    cpu_budget_s: float | None = Field(default=None, gt=0)
+    """CPU seconds the analysis of one mesh may use (default: half of ``timeout_s``). A mesh
+    that needs more is the model's ``fail`` with feedback: CPU time, unlike wall time, does not
+    grow when the machine is loaded, so this separates a mesh that is too costly to analyse
+    from a worker that was starved."""
     memory_mb: int = Field(default=4096, gt=0)
     """Address-space limit of the analysis worker."""
     max_file_bytes: int = Field(default=256 << 20, gt=0)

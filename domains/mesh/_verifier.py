@@ -65,6 +65,12 @@ def _missing_artifact(trajectory: Trajectory, name: str, ctx: VerifierContext) -
     return None
 
 
+CPU_SHARE = 0.5
+"""Default CPU budget of the analysis as a share of its wall-clock limit: on a quiet machine
+a costly mesh reaches the budget (the model's fail) long before the limit (the machine's
+error); on a loaded one the wall limit comes first and the item abstains, as it should."""
+
+
 @register("mesh.constraints")
 class MeshConstraints(Verifier[MeshSpec]):
     """Gate (loads, non-empty, finite, closed volume) then one component per constraint.
@@ -105,6 +111,11 @@ class MeshConstraints(Verifier[MeshSpec]):
                 "reference": reference,
                 "max_load_faces": spec.max_load_faces,
                 "seed": spec.seed,
+                "cpu_budget_s": (
+                    spec.cpu_budget_s
+                    if spec.cpu_budget_s is not None
+                    else CPU_SHARE * min(spec.timeout_s, max(ctx.remaining(), 0.001))
+                ),
             }
             answer = await ctx.run_in_worker(
                 _TARGET, payload, timeout=spec.timeout_s, memory_mb=spec.memory_mb

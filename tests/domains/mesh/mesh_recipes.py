@@ -165,6 +165,42 @@ def glb_with_units(units: Any = "furlongs") -> bytes:
     return data
 
 
+def overlapping_cubes(shift: float = 5.0, copies: int = 2, twist: float = 0.0) -> trimesh.Trimesh:
+    """``copies`` 10 mm cubes, each shifted along x by ``shift`` and turned ``twist`` degrees
+    about z from the one before (no shared vertices: each is a clean closed body)."""
+    parts = []
+    for i in range(copies):
+        part = cube(10)
+        part.apply_translation([-5.0, -5.0, -5.0])
+        part.apply_transform(
+            trimesh.transformations.rotation_matrix(np.radians(twist * i), [0, 0, 1])
+        )
+        part.apply_translation([5.0 + shift * i, 5.0, 5.0])
+        parts.append(part)
+    return _join(*parts)
+
+
+def cube_in_cube(inner: float = 9.0) -> trimesh.Trimesh:
+    """A 10 mm cube with a second, *solid* (outward-wound) cube inside it."""
+    margin = (10.0 - inner) / 2
+    return _join(cube(10), _box([margin] * 3, [margin + inner] * 3))
+
+
+def cubes_touching_faces() -> trimesh.Trimesh:
+    """Two cubes in face contact (no shared vertices): their union is their sum."""
+    return _join(cube(10), _box([10.0, 2.0, 0.0], [20.0, 12.0, 10.0]))
+
+
+def many_overlapping_cubes(count: int = 600) -> trimesh.Trimesh:
+    """A chain of unit cubes 0.45 apart, each overlapping the next two."""
+    return _join(*(_box([0.45 * i, 0.0, 0.0], [0.45 * i + 1.0, 1.0, 1.0]) for i in range(count)))
+
+
+def sphere(subdivisions: int = 6, radius: float = 10.0) -> trimesh.Trimesh:
+    """An icosphere (20 * 4**subdivisions faces): honest, but costly to analyse when large."""
+    return trimesh.creation.icosphere(subdivisions=subdivisions, radius=radius)
+
+
 RECIPES: dict[str, Recipe] = {
     name: globals()[name]
     for name in (
@@ -184,6 +220,11 @@ RECIPES: dict[str, Recipe] = {
         "hollow_cube",
         "instanced_glb",
         "glb_with_units",
+        "overlapping_cubes",
+        "cube_in_cube",
+        "cubes_touching_faces",
+        "many_overlapping_cubes",
+        "sphere",
     )
 }
 

@@ -83,3 +83,29 @@ def test_a_path_escaping_the_input_dir_stays_bad_input(tmp_path: Path) -> None:
     [result] = verifiers.score([_artifact_item("../../etc/passwd")], base_dir=tmp_path / "inner")
     assert result.status == "error" and result.error is not None
     assert result.error.kind == "bad_input"
+
+
+def _body_volumes(mesh: Any) -> tuple[Any, Any, Any, Any]:
+    from verifiers.domains.mesh._analyze import topology
+
+    v, f = np.asarray(mesh.vertices), np.asarray(mesh.faces)
+    labels = topology(np, f, len(v))["body_labels"]
+    tri = v[f]
+    cross = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    per_face = np.einsum("ij,ij->i", tri[:, 0], cross) / 6
+    return v, f, labels, np.bincount(labels, weights=per_face)
+
+
+def test_overlap_sweep_picks_the_axis_and_caps_its_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2,000 slabs stacked along y share their x-range (2M candidate pairs along x) but
+    not their y-range: the sweep runs along y and compares nothing; past the pair cap the
+    gate fails with feedback instead of running quadratic."""
+    from mesh_recipes import _box, _join
+    from verifiers.domains.mesh import _analyze
+
+    slabs = _join(*(_box([0.0, 2.0 * i, 0.0], [10.0, 2.0 * i + 1, 1.0]) for i in range(2000)))
+    assert _analyze._overlap_volume(np, *_body_volumes(slabs)) == (0.0, 0, "")
+    crossing = _join(*(_box([0.0, 0.1 * i, 0.0], [10.0, 0.1 * i + 5.0, 1.0]) for i in range(60)))
+    monkeypatch.setattr(_analyze, "MAX_BOX_PAIRS", 100)
+    excess, count, problem = _analyze._overlap_volume(np, *_body_volumes(crossing))
+    assert excess == 0.0 and count == 60 and "too many for the overlap check" in problem

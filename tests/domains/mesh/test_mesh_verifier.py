@@ -231,3 +231,33 @@ def test_script_mode_failures_are_scores(tmp_path: Path) -> None:
 def test_script_mode_without_sandbox_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(verifiers.SandboxUnavailable):
         _run(_script_traj(f"```python\n{CUBE}```"), tmp_path)
+
+
+def test_costly_analysis_is_the_models_fail_and_a_starved_worker_abstains(tmp_path: Path) -> None:
+    """Through the real worker pool: a mesh that needs more CPU than its analysis budget is a
+    ``fail`` with feedback (model-caused); a wall-clock limit the worker runs into is an
+    ``error`` (machine-caused), never a score."""
+    trimesh.creation.icosphere(subdivisions=6, radius=10.0).export(tmp_path / "ball.ply")
+    heavy = {"min_thickness": 1.0, "mirror_symmetry": {"plane": "yz", "tol": 0.01}}
+    costly = {
+        "id": "costly",
+        "completion": "",
+        "task": {
+            "verifier": "mesh.constraints",
+            "spec": {"constraints": heavy, "cpu_budget_s": 0.05, "timeout_s": 300},
+        },
+        "artifacts": {"mesh": {"path": "ball.ply"}},
+    }
+    walled = {
+        **costly,
+        "id": "walled",
+        "task": {
+            "verifier": "mesh.constraints",
+            "spec": {"constraints": heavy, "cpu_budget_s": 300, "timeout_s": 0.05},
+        },
+    }
+    fail, error = verifiers.score([costly, walled], sandbox="none", base_dir=str(tmp_path))
+    assert fail.status == "fail" and fail.reward == 0.0, (fail.status, fail.error)
+    assert "CPU-second budget" in fail.feedback
+    assert error.status == "error" and error.reward is None
+    assert error.error is not None and error.error.kind == "timeout"
