@@ -255,7 +255,7 @@ def _java(entry: str, cases: list[list[Any]], params: list[Type]) -> str:
             f"    if (start <= {i}) {{\n      try {{\n{decls}"
             f"        Solution vhTarget = new Solution();\n"
             f"        StringBuilder o = new StringBuilder(); put(o, {call}); emit('R', {i}, o.toString());\n"
-            f"      }} catch (Throwable e) {{ raise({i}, e.toString()); }}\n    }}\n"
+            f"      }} catch (Throwable e) {{ raise({i}, describe(e)); }}\n    }}\n"
         )
     return _JAVA.replace("@BODY@", "".join(body))
 
@@ -430,6 +430,16 @@ public final class VerifiersHarness {
     emit('X', i, o.toString());
   }
 
+  private static String describe(Throwable e) {
+    String text = e.toString();
+    for (StackTraceElement f : e.getStackTrace()) {
+      if (!"VerifiersHarness.java".equals(f.getFileName()) && f.getLineNumber() > 0) {
+        return text + " (at " + f.getFileName() + ":" + f.getLineNumber() + ")";
+      }
+    }
+    return text;
+  }
+
   private static void put(StringBuilder o, Object v) {
     if (v == null) { o.append("null"); }
     else if (v instanceof Boolean) { o.append(((Boolean) v) ? "true" : "false"); }
@@ -484,7 +494,9 @@ import (
 	vhjson "encoding/json"
 	vhfmt "fmt"
 	vhos "os"
+	vhdebug "runtime/debug"
 	vhstrconv "strconv"
+	vhstrings "strings"
 )
 
 var vhStart int
@@ -500,7 +512,14 @@ func vhRaise(i int, msg string) {
 
 func vhRecover(i int) {
 	if r := recover(); r != nil {
-		vhRaise(i, "panic: "+vhfmt.Sprint(r))
+		where := ""
+		for _, line := range vhstrings.Split(string(vhdebug.Stack()), "\n") {
+			if vhstrings.Contains(line, "solution.go:") {
+				where = " (at " + vhstrings.TrimSpace(line) + ")"
+				break
+			}
+		}
+		vhRaise(i, "panic: "+vhfmt.Sprint(r)+where)
 	}
 }
 
@@ -575,14 +594,20 @@ fn vh_emit(kind: char, i: usize, text: &str) {
     let _ = out.flush();
 }
 fn vh_raise(i: usize, msg: &str) { let mut o = String::new(); msg.vh_json(&mut o); vh_emit('X', i, &o); }
+thread_local! { static VH_WHERE: std::cell::RefCell<String> = std::cell::RefCell::new(String::new()); }
 fn vh_panic_text(e: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = e.downcast_ref::<&str>() { format!("panic: {}", s) }
-    else if let Some(s) = e.downcast_ref::<String>() { format!("panic: {}", s) }
-    else { "panic".to_string() }
+    let at = VH_WHERE.with(|w| w.borrow().clone());
+    let text = if let Some(s) = e.downcast_ref::<&str>() { s.to_string() }
+        else if let Some(s) = e.downcast_ref::<String>() { s.clone() }
+        else { String::new() };
+    format!("panic: {} (at {})", text, at)
 }
 
 fn main() {
-    std::panic::set_hook(Box::new(|_| {}));
+    std::panic::set_hook(Box::new(|info| {
+        let at = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        VH_WHERE.with(|w| *w.borrow_mut() = at);
+    }));
     let vh_start: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(0);
 @BODY@}
 """

@@ -1,0 +1,180 @@
+"""code.tests in C, C++, JavaScript, TypeScript, Java, Go and Rust (issue 17).
+
+The corpora (``datasets/code/languages/<lang>.jsonl``, written by ``gen_language_corpora.py``)
+hold honest solutions that must pass and wrong programs, compile failures, crashes and hacks
+that must score exactly 0 with status ``fail`` (never ``error``: an abstain is a hack too).
+Every corpus goes through ONE engine run per backend (real bubblewrap, real Docker), shared by
+the module's tests, so the compile-heavy rows cost one batch, not one engine each.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import verifiers
+from verifiers.domains.code import LANGUAGES, CodeTests, extract_code, language_for
+from verifiers.domains.code._callgen import harness_source, parse_type
+from verifiers.errors import BadInput
+from verifiers.types import Result
+
+CORPORA = Path(__file__).resolve().parents[3] / "datasets" / "code" / "languages"
+LANGS = ["c", "cpp", "javascript", "typescript", "java", "go", "rust"]
+ROWS: list[dict[str, Any]] = [
+    json.loads(line)
+    for lang in LANGS
+    for line in (CORPORA / f"{lang}.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
+BY_ID = {r["id"]: r for r in ROWS}
+
+
+def test_corpora_cover_every_language_and_family() -> None:
+    assert len(BY_ID) == len(ROWS)
+    for lang in LANGS:
+        rows = [r for r in ROWS if r["task"]["spec"]["language"] == lang]
+        assert len(rows) >= 20, lang
+        fams = {r["metadata"]["family"] for r in rows}
+        assert {
+            "honest",
+            "wrong",
+            "compile",
+            "crash",
+            "read-expected",
+            "early-exit",
+            "fork",
+            "background",
+            "write-outside",
+            "network",
+            "huge-output",
+            "infinite-loop",
+            "memory-bomb",
+        } <= fams, (lang, fams)
+        if lang != "c":
+            assert {"crash-harness", "forge-record", "kill-judge"} <= fams, lang
+            assert any(
+                r["task"]["spec"]["tests"]["kind"] == "call" and r["metadata"]["expect"] == "pass"
+                for r in rows
+            )
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("local", marks=pytest.mark.bwrap),
+        pytest.param("docker", marks=pytest.mark.docker),
+    ],
+)
+def scored(request: pytest.FixtureRequest) -> dict[str, Result]:
+    """Every corpus row scored in one engine run on the backend (retries off: an infra error
+    must show, not be retried away)."""
+    results = verifiers.score(
+        ROWS, sandbox=str(request.param), concurrency=4, retries=0, timeout_s=300
+    )
+    return {row["id"]: res for row, res in zip(ROWS, results, strict=True)}
+
+
+@pytest.mark.parametrize("rid", [r["id"] for r in ROWS])
+def test_corpus_row(scored: dict[str, Result], rid: str) -> None:
+    row = BY_ID[rid]
+    res = scored[rid]
+    if row["metadata"]["expect"] == "pass":
+        assert (res.status, res.reward) == ("pass", 1.0), (rid, res.feedback, res.error)
+    else:
+        assert res.status == "fail", (rid, row["metadata"]["attack"], res.status, res.error)
+        assert res.reward == 0.0, (rid, res.feedback)
+        res.model_dump_json().encode("utf-8")
+
+
+_LINE = {
+    "c": "solution.c:3",
+    "cpp": "solution.cpp:3",
+    "javascript": "solution.js:2",
+    "typescript": "solution.ts(2,",
+    "java": "Main.java:3",
+    "go": "solution.go:6",
+    "rust": "solution.rs:2",
+}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_compile_errors_point_at_the_line(scored: dict[str, Result], lang: str) -> None:
+    res = scored[f"{lang}-compile"]
+    assert _LINE[lang] in (res.feedback or ""), res.feedback
+
+
+@pytest.mark.parametrize("lang", ["c", "cpp", "java", "rust"])
+def test_warnings_as_errors(scored: dict[str, Result], lang: str) -> None:
+    res = scored[f"{lang}-werror"]
+    assert "Compilation failed" in (res.feedback or ""), res.feedback
+    # The same program without the flag passes: the warning alone failed it.
+    row = BY_ID[f"{lang}-werror"]
+    spec = {k: v for k, v in row["task"]["spec"].items() if k != "warnings_as_errors"}
+    [plain] = verifiers.score(
+        [{**row, "task": {**row["task"], "spec": spec}}], sandbox="local", retries=0
+    )
+    assert (plain.status, plain.reward) == ("pass", 1.0), plain.feedback
+
+
+@pytest.mark.parametrize("lang", ["cpp", "rust", "c"])
+def test_infinite_compile_is_the_models_fail(scored: dict[str, Result], lang: str) -> None:
+    res = scored[f"{lang}-infinite-compile"]
+    assert res.status == "fail" and "Compilation" in (res.feedback or ""), res.feedback
+
+
+# -- host-side logic (no sandbox) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lang", "tags"),
+    [
+        ("cpp", ["cpp", "c++", "cc", "cxx"]),
+        ("javascript", ["js", "javascript", "node"]),
+        ("typescript", ["ts", "typescript"]),
+        ("java", ["java"]),
+        ("go", ["go", "golang"]),
+        ("rust", ["rs", "rust"]),
+        ("c", ["c"]),
+    ],
+)
+def test_extraction_picks_the_block_tagged_with_the_language(lang: str, tags: list[str]) -> None:
+    language = language_for(lang)
+    for tag in tags:
+        text = f"```python\nprint(1)\n```\n```{tag}\nREAL\n```\n```\nuntagged\n```\n"
+        assert extract_code(text, language).strip() == "REAL", tag
+        assert language_for(tag) is language
+    assert extract_code("```\nonly\n```", language).strip() == "only"
+
+
+def test_every_language_names_its_runtime_and_kinds() -> None:
+    for lang in LANGS:
+        language = LANGUAGES[lang]
+        assert language.image == "languages"
+        assert "io" in language.kinds
+        assert lang == "c" or "call" in language.kinds
+
+
+def test_typed_call_needs_a_signature_and_fitting_values() -> None:
+    with pytest.raises(BadInput, match="signature"):
+        harness_source("cpp", "f", [[1]], None)
+    with pytest.raises(BadInput, match="does not fit"):
+        harness_source("java", "f", [[2**40]], [parse_type("int")])
+    with pytest.raises(BadInput, match="identifier"):
+        harness_source("go", "f(); os.Exit(0); g", [[1]], [parse_type("int")])
+    with pytest.raises(BadInput, match="unknown type"):
+        parse_type("map[str]int")
+    with pytest.raises(ValueError, match="unknown type"):
+        CodeTests.Spec.model_validate(
+            {
+                "language": "rust",
+                "tests": {
+                    "kind": "call",
+                    "entry_point": "f",
+                    "signature": {"params": ["vec<i32>"]},
+                    "cases": [{"args": [1], "expected": 1}],
+                },
+            }
+        )
