@@ -1019,6 +1019,8 @@ class Judge:
         self.deadline = self.t0 + float(job.get("total_timeout_s", 30))
         self.test_timeout = float(job.get("test_timeout_s", 10))
         self.text_cap = int(job.get("text_cap", 2000))
+        self.build_s: float | None = None
+        """Seconds from the judge's start to a built program (compiled languages)."""
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         line = (
@@ -1287,6 +1289,7 @@ class Judge:
                     },
                 )
                 return False
+        self.build_s = round(time.monotonic() - self.t0, 4)
         return True
 
     def run_program_call(self) -> None:
@@ -1411,7 +1414,7 @@ class Judge:
                 rec["stdout"] = chatter.decode("utf-8", "replace")
             self.emit("T", rec)
             i += 1
-        self.emit("D", {})
+        self.emit("D", {"build_s": self.build_s})
 
     def _call_record(self, body: bytes, i: int) -> dict[str, Any]:
         kind, _, rest = body.partition(b" ")
@@ -1516,7 +1519,7 @@ class Judge:
                 "duration_s": round(time.monotonic() - t, 4),
             }
             self.emit("T", rec)
-        self.emit("D", {})
+        self.emit("D", {} if self.build_s is None else {"build_s": self.build_s})
 
     def run_pytest(self) -> None:
         """Run the pytest files; the candidate never sees or shapes them.

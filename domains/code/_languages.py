@@ -180,8 +180,11 @@ LANGUAGES: dict[str, Language] = {
         ("js", "node", "nodejs", "mjs", "cjs"),
         "solution.js",
         Toolchain(
-            io_compile=(),
+            # `node --check`: a syntax error fails the build with solution.js:LINE, instead of
+            # a crash of every case whose stack trace hides the line.
+            io_compile=(("node", "--check", "{src}"),),
             io_run=("node", "--max-old-space-size={mem}", "--stack-size=8192", "{src}"),
+            call_compile=(("node", "--check", "{src}"),),
             call_run=("node", "--max-old-space-size={mem}", "{harness}", "{src}"),
             harness_file="verifiers_harness.js",
             vm=True,

@@ -9,6 +9,7 @@ candidate cannot forge those lines, and ``docs/code.md`` for the threat model.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -201,6 +202,8 @@ class CodeTests(Verifier[CodeTestsSpec]):
             "oom_killed": res.oom_killed,
             "judge": ready,
         }
+        if done is not None and isinstance(done.get("build_s"), (int, float)):
+            details["build_s"] = done["build_s"]
         return Result.scored(
             reward,
             components={"tests_passed": fraction},
@@ -556,6 +559,9 @@ def _call_outcome(tests: CallTests, i: int, rec: dict[str, Any] | None) -> _Outc
     )
 
 
+_SOURCE_LINE = re.compile(r"(solution\.\w+|[A-Z]\w*\.java)[:(]\d+")
+
+
 def _io_outcome(tests: IoTests, i: int, rec: dict[str, Any] | None) -> _Outcome:
     case = tests.cases[i]
     name = case.name or f"case {i}"
@@ -565,7 +571,11 @@ def _io_outcome(tests: IoTests, i: int, rec: dict[str, Any] | None) -> _Outcome:
     status = str(rec.get("status"))
     out = str(rec.get("stdout") or "")
     err = str(rec.get("stderr") or "")
-    err_tail = "\n".join(err.splitlines()[-6:])
+    err_lines = err.splitlines()
+    # A stack trace names the candidate's line near its top (node, Java, Go): keep that line
+    # with the tail.
+    located = [ln for ln in err_lines[:-6] if _SOURCE_LINE.search(ln)][:2]
+    err_tail = "\n".join(located + err_lines[-6:])
     if status == "timeout":
         return _Outcome(name, False, "timeout", f"{where}: timed out", err_tail, rec)
     if rec.get("stdout_truncated"):

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import verifiers
 from verifiers.domains.code import LANGUAGES, CodeTests, extract_code, language_for
 from verifiers.domains.code._callgen import harness_source, parse_type
+
+import verifiers
 from verifiers.errors import BadInput
 from verifiers.types import Result
 
@@ -90,8 +90,8 @@ def test_corpus_row(scored: dict[str, Result], rid: str) -> None:
 
 
 _LINE = {
-    "c": "solution.c:3",
-    "cpp": "solution.cpp:3",
+    "c": "solution.c:4",
+    "cpp": "solution.cpp:4",
     "javascript": "solution.js:2",
     "typescript": "solution.ts(2,",
     "java": "Main.java:3",
