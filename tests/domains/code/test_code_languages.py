@@ -10,6 +10,7 @@ the module's tests, so the compile-heavy rows cost one batch, not one engine eac
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,29 @@ def test_typed_call_needs_a_signature_and_fitting_values() -> None:
                 },
             }
         )
+
+
+@pytest.mark.bwrap
+def test_missing_toolchain_is_infra_before_any_candidate_code(
+    local_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runtime without the compiler is the verifier's failure (abstain), never the model's."""
+    from verifiers.domains.code import _verifier
+
+    from verifiers.errors import InfraError
+
+    cpp = LANGUAGES["cpp"]
+    assert cpp.toolchain is not None
+    broken = replace(cpp, toolchain=replace(cpp.toolchain, tools=("g++-not-installed",)))
+    monkeypatch.setattr(_verifier, "language_for", lambda name: broken)
+    row = BY_ID["cpp-sum"]
+    with pytest.raises(InfraError, match="toolchain not installed"):
+        local_backend.score(row)
+
+
+def test_unbuilt_runtime_is_infra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The languages runtime not built for its definition: ``error/infra`` from the engine."""
+    monkeypatch.setenv("VERIFIERS_SANDBOX_CACHE", str(tmp_path))
+    [res] = verifiers.score([BY_ID["go-sum"]], sandbox="local", retries=0)
+    assert res.status == "error" and res.error is not None and res.error.kind == "infra"
+    assert "verifiers sandbox build languages" in res.error.message
