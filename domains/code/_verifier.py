@@ -46,11 +46,11 @@ def extract_code(text: str, language: Language, mode: str = "last_block") -> str
     if language.toolchain is not None:
         tags = {language.name, *language.aliases}
         blocks = _fenced_blocks(text)
-        if blocks:
-            for wanted in (lambda t: t in tags, lambda t: not t, lambda t: True):
-                chosen = [body for tag, body in blocks if wanted(tag)]
-                if chosen:
-                    return chosen[-1]
+        tagged = [body for tag, body in blocks if tag in tags]
+        untagged = [body for tag, body in blocks if not tag]
+        for chosen in (tagged, untagged, [body for _, body in blocks]):
+            if chosen:
+                return chosen[-1]
         found = last_code_block(text, language.name)
         return text if found is None else found
     block = last_code_block(text, language.name)
