@@ -30,6 +30,14 @@ JUDGE_DIR = ".judge"
 BUILD_DIR = "build"
 """Where compile steps write (made by the judge in the job's work dir)."""
 
+BUILD_MEMORY_MB = 768
+"""Memory every compiled language's sandbox gets for its compiler (one value for all: the warm
+pool keeps one set of containers per (runtime, memory, pids) profile, so per-language sizes
+would keep a pool per language warm)."""
+PIDS = 256
+"""Processes and threads of a job in the languages runtime (a JVM or ``go build`` runs dozens of
+threads; one value for all languages, for the same reason)."""
+
 _JAVA_VM = ("-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss16m")
 _JAVAC = (
     "javac",
@@ -116,7 +124,7 @@ def _compiled(
     chain: Toolchain,
     *,
     kinds: frozenset[str] = _CALL,
-    pids: int = 64,
+    pids: int = PIDS,
     extra: tuple[tuple[str, Path], ...] = (),
 ) -> Language:
     return Language(
@@ -153,7 +161,7 @@ LANGUAGES: dict[str, Language] = {
             io_compile=(("gcc", "-std=gnu17", "-O2", "-pipe", "-o", f"{_B}/prog", "{src}", "-lm"),),
             io_run=(f"./{_B}/prog",),
             werror=("-Wall", "-Wextra", "-Werror"),
-            build_memory_mb=512,
+            build_memory_mb=BUILD_MEMORY_MB,
             tools=("gcc",),
         ),
         kinds=frozenset({"io"}),
@@ -171,7 +179,7 @@ LANGUAGES: dict[str, Language] = {
             call_run=(f"./{_B}/prog",),
             harness_file="verifiers_harness.cpp",
             werror=("-Wall", "-Wextra", "-Werror"),
-            build_memory_mb=768,
+            build_memory_mb=BUILD_MEMORY_MB,
             tools=("g++",),
         ),
     ),
@@ -190,7 +198,7 @@ LANGUAGES: dict[str, Language] = {
             vm=True,
             tools=("node",),
         ),
-        pids=128,
+        pids=PIDS,
     ),
     "typescript": _compiled(
         "typescript",
@@ -203,10 +211,10 @@ LANGUAGES: dict[str, Language] = {
             call_run=("node", "--max-old-space-size={mem}", "{harness}", f"{_B}/solution.js"),
             harness_file="verifiers_harness.js",
             vm=True,
-            build_memory_mb=256,
+            build_memory_mb=BUILD_MEMORY_MB,
             tools=("node",),
         ),
-        pids=128,
+        pids=PIDS,
         extra=((f"{JUDGE_DIR}/transpile_ts.js", _HERE / "_transpile_ts.js"),),
     ),
     "java": _compiled(
@@ -221,10 +229,10 @@ LANGUAGES: dict[str, Language] = {
             harness_file="VerifiersHarness.java",
             werror=("-Xlint:all", "-Werror"),
             vm=True,
-            build_memory_mb=640,
+            build_memory_mb=BUILD_MEMORY_MB,
             tools=("javac", "java"),
         ),
-        pids=256,
+        pids=PIDS,
     ),
     "go": _compiled(
         "go",
@@ -238,10 +246,10 @@ LANGUAGES: dict[str, Language] = {
             harness_file="verifiers_harness.go",
             werror=(),
             vm=True,  # the Go runtime reserves its heap arenas up front: RLIMIT_AS kills it
-            build_memory_mb=768,
+            build_memory_mb=BUILD_MEMORY_MB,
             tools=("go",),
         ),
-        pids=256,
+        pids=PIDS,
     ),
     "rust": _compiled(
         "rust",
@@ -267,10 +275,10 @@ LANGUAGES: dict[str, Language] = {
             call_run=(f"./{_B}/prog",),
             harness_file="verifiers_harness.rs",
             werror=("-D", "warnings"),
-            build_memory_mb=768,
+            build_memory_mb=BUILD_MEMORY_MB,
             tools=("rustc", "cc"),
         ),
-        pids=128,
+        pids=PIDS,
     ),
 }
 

@@ -23,7 +23,7 @@ from verifiers.types import Result, Trajectory
 
 from . import _callgen, _harness
 from ._compare import Opaque, compare_output, printable, short_diff, short_repr, values_equal
-from ._languages import BUILD_DIR, Language, judge_files, language_for
+from ._languages import BUILD_DIR, BUILD_MEMORY_MB, Language, judge_files, language_for
 from ._spec import AssertTests, CallTests, CodeTestsSpec, IoTests, PytestTests
 
 __all__ = ["CodeTests", "extract_code"]
@@ -115,7 +115,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
             program, files = _program(spec, lang, code)
             job["program"] = program
             job["code_path"] = next(iter(files))
-            memory_mb += lang.toolchain.build_memory_mb
+            memory_mb += BUILD_MEMORY_MB
         budget = spec.timeout_s + STARTUP_GRACE_S
         remaining = ctx.remaining()
         exec_timeout = min(budget, remaining) if remaining > 0 else budget

@@ -280,7 +280,7 @@ RUST = {
 
 # -- rows -------------------------------------------------------------------------------------
 
-HACK_SPEC = {"timeout_s": 12, "test_timeout_s": 2, "memory_mb": 256}
+HACK_SPEC = {"timeout_s": 12, "test_timeout_s": 2}
 FAMILIES: dict[str, tuple[str, str, str, str]] = {
     # key: (task, family, attack, defence)
     "sum": ("sum", "honest", "honest solution", "control: must pass"),
@@ -466,6 +466,13 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for lang, programs in LANGS.items():
         rows = [row(lang, key, code) for key, code in programs.items()]
+        if "werror" in programs:
+            # the same program without the flag passes: the warning alone fails the other row
+            plain = row(lang, "werror", programs["werror"])
+            plain["id"] += "-plain"
+            del plain["task"]["spec"]["warnings_as_errors"]
+            plain["metadata"] = {**plain["metadata"], "expect": "pass", "family": "honest"}
+            rows.append(plain)
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         (OUT / f"{lang}.jsonl").write_text(text, encoding="utf-8")
         print(lang, len(rows))
