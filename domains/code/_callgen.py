@@ -150,7 +150,11 @@ def _str_literal(value: str, lang: str) -> str:
             if 0xD800 <= code <= 0xDFFF:
                 raise BadInput("code.tests call: a str argument holds a lone surrogate")
             out.append(f"\\U{code:08x}")
-        else:  # java: UTF-16 units
+        elif code < 0x80:
+            # java: never \\u for ASCII. javac turns \\u0022 into a raw quote (and \\u000a into a
+            # line break) *before* it reads the literal, so it would end the string.
+            out.append(f"\\{code:03o}")
+        else:  # java, beyond ASCII: UTF-16 units (no syntax character can come out of them)
             for unit in ch.encode("utf-16-be", "surrogatepass").hex(" ", 2).split():
                 out.append(f"\\u{unit}")
     out.append('"')
