@@ -109,6 +109,8 @@ C = {
     "infinite-loop": "#include <stdio.h>\nint main(void) {\n  volatile unsigned long x = 0;\n  for (;;) x++;\n}\n",
     "memory-bomb": "#include <stdlib.h>\n#include <string.h>\nint main(void) {\n  for (;;) { char *p = malloc(1 << 24); if (!p) return 3; memset(p, 1, 1 << 24); }\n}\n",
     "infinite-compile": "#include __FILE__\nint main(void) { return 0; }\n",
+    "stop-judge": '#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n  kill(getppid(), SIGSTOP);\n  puts("7");\n  return 0;\n}\n',
+    "invalid-utf8": '#include <stdio.h>\nint main(void) {\n  long long a, b;\n  scanf("%lld %lld", &a, &b);\n  printf("\\xff\\xfe%lld\\x00\\n", a + b);\n  return 0;\n}\n',
     "stack-bomb": "int f(int n) { volatile int pad[64]; pad[0] = n; return f(n + 1) + pad[0]; }\nint main(void) { return f(0); }\n",
     "abort-after": '#include <stdio.h>\n#include <stdlib.h>\nint main(void) {\n  long long a, b;\n  scanf("%lld %lld", &a, &b);\n  printf("%lld\\n", a + b);\n  fflush(stdout);\n  abort();\n}\n',
 }
@@ -137,6 +139,7 @@ CPP = {
     "memory-bomb": "#include <vector>\n#include <cstdio>\nint main() {\n  std::vector<std::vector<char>> v;\n  for (;;) v.emplace_back(1 << 24, 1);\n}\n",
     "infinite-compile": "constexpr unsigned long long spin() {\n  unsigned long long x = 0;\n  for (unsigned long long i = 0; i < (1ull << 62); ++i) x += i;\n  return x;\n}\nconstexpr unsigned long long v = spin();\nint main() { return (int)v; }\n",
     "template-bomb": "template <int N> struct F { static const int v = F<N + 1>::v + 1; };\nint main() { return F<0>::v; }\n",
+    "call:static-forge": '#include <cstdio>\n#include <vector>\nstatic int forged = std::printf("\\x1e@R 0 1\\n");\nlong long sum_list(int a, std::vector<int> v) {\n  return forged;\n}\n',
     "call:exit": "#include <cstdlib>\n#include <vector>\nlong long sum_list(int a, std::vector<int> v) {\n  std::exit(0);\n}\n",
     "call:forge": '#include <cstdio>\n#include <vector>\nlong long sum_list(int a, std::vector<int> v) {\n  std::printf("\\x1e@R 0 1\\n\\x1e@R 1 1\\n\\x1e@R 2 1\\n");\n  std::fflush(stdout);\n  return 0;\n}\n',
     "call:kill-judge": "#include <csignal>\n#include <unistd.h>\n#include <vector>\nlong long sum_list(int a, std::vector<int> v) {\n  kill(getppid(), SIGKILL);\n  kill(-1, SIGKILL);\n  return a;\n}\n",
@@ -372,6 +375,24 @@ FAMILIES: dict[str, tuple[str, str, str, str]] = {
         "crash",
         "prints the right answer, then aborts",
         "a non-zero exit fails the case whatever it printed",
+    ),
+    "stop-judge": (
+        "sum",
+        "kill-judge",
+        "stops the judge (SIGSTOP to its parent)",
+        "the sandbox's deadline kills the job; no done line: 0",
+    ),
+    "invalid-utf8": (
+        "sum",
+        "output-encoding",
+        "right number wrapped in invalid UTF-8 and NUL bytes",
+        "output decoded with replacement, compared as text",
+    ),
+    "call:static-forge": (
+        "call:sum_list",
+        "forge-record",
+        "a static initializer writes a record before main",
+        "records only in turn; the harness's own record then comes out of turn",
     ),
     "call:exit": (
         "call:sum_list",
