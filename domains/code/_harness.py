@@ -1245,9 +1245,10 @@ class Judge:
             return False
         os.makedirs(str(prog.get("build_dir", "build")), exist_ok=True)
         mem = None if prog.get("vm") else prog.get("compile_memory_bytes")
+        build_deadline = time.monotonic() + float(prog.get("compile_timeout_s", 60))
         for step in prog.get("compile", []):
             t = time.monotonic()
-            deadline = min(self.deadline, t + float(prog.get("compile_timeout_s", 1e9)))
+            deadline = build_deadline
             if deadline <= t:
                 self.emit("D", {"compile": {"status": "timeout", "output": ""}})
                 return False
@@ -1290,6 +1291,8 @@ class Judge:
                 )
                 return False
         self.build_s = round(time.monotonic() - self.t0, 4)
+        # The tests' own time (timeout_s) starts once the program is built.
+        self.deadline = time.monotonic() + float(self.job.get("total_timeout_s", 30))
         return True
 
     def run_program_call(self) -> None:

@@ -198,6 +198,10 @@ class CodeTestsSpec(Spec):
     """How many failing tests the feedback describes."""
     feedback_chars: int = Field(default=2000, ge=200, le=100_000)
     """Cap on the feedback text."""
+    compile_timeout_s: float = Field(default=60.0, gt=0, le=600)
+    """Compiled languages: time for building the program, on top of ``timeout_s`` (a build
+    costs 0.3-3 s on a quiet machine and many times that on a loaded one; a build that does
+    not finish in it, an infinite template or constexpr loop, is the model's fail)."""
     warnings_as_errors: bool = False
     """Compiled languages: compile with warnings as errors (``-Wall -Wextra -Werror``,
     ``-D warnings``, ``-Xlint:all -Werror``); a warning then fails the build."""

@@ -81,7 +81,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
 
     def budget_s(self, spec: CodeTestsSpec) -> float:
         """The sandbox time a sample is promised: ``timeout_s`` plus start-up grace."""
-        return spec.timeout_s + STARTUP_GRACE_S
+        return spec.timeout_s + _compile_allowance(spec) + STARTUP_GRACE_S
 
     async def verify(
         self, trajectory: Trajectory, spec: CodeTestsSpec, ctx: VerifierContext
@@ -116,7 +116,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
             job["program"] = program
             job["code_path"] = next(iter(files))
             memory_mb += BUILD_MEMORY_MB
-        budget = spec.timeout_s + STARTUP_GRACE_S
+        budget = spec.timeout_s + _compile_allowance(spec) + STARTUP_GRACE_S
         remaining = ctx.remaining()
         exec_timeout = min(budget, remaining) if remaining > 0 else budget
         n_cases = len(tests.cases) if isinstance(tests, (IoTests, CallTests)) else 1
@@ -296,6 +296,15 @@ class CodeTests(Verifier[CodeTestsSpec]):
         return outs
 
 
+def _compile_allowance(spec: CodeTestsSpec) -> float:
+    """Seconds a compiled language's build may take before the tests' ``timeout_s`` starts."""
+    try:
+        lang = language_for(spec.language)
+    except BadInput:
+        return 0.0
+    return spec.compile_timeout_s if lang.toolchain is not None else 0.0
+
+
 def _program(
     spec: CodeTestsSpec, lang: Language, code: str
 ) -> tuple[dict[str, Any], dict[str, str | bytes]]:
@@ -352,6 +361,7 @@ def _program(
         "run": filled(run),
         "vm": chain.vm,
         "compile_memory_bytes": (spec.memory_mb + chain.build_memory_mb) << 20,
+        "compile_timeout_s": spec.compile_timeout_s,
         "build_dir": BUILD_DIR,
         "mark": _callgen.MARK,
     }
@@ -371,7 +381,8 @@ def _compile_failed(
     output = str(info.get("output") or "")
     if info.get("status") == "timeout":
         head = (
-            f"Compilation did not finish within the time limit ({spec.timeout_s:g}s); no test ran."
+            f"Compilation did not finish within its time limit ({spec.compile_timeout_s:g}s, "
+            "compile_timeout_s); no test ran."
         )
     else:
         head = f"Compilation failed (exit status {info.get('returncode')}); no test ran."

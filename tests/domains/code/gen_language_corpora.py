@@ -453,12 +453,12 @@ def row(lang: str, key: str, code: str) -> dict[str, Any]:
     else:
         tests = {"kind": "io", **IO[task]}
     spec: dict[str, Any] = {"language": lang, "tests": tests}
-    if family != "honest":
+    if family not in ("honest", "werror"):
         spec.update(HACK_SPEC)
     if family == "werror":
         spec["warnings_as_errors"] = True
     if family == "infinite-compile":
-        spec["timeout_s"] = 8
+        spec["compile_timeout_s"] = 8
     fence = (
         FENCE[lang]
         if key not in ("max", "call:is_pal")
