@@ -3,8 +3,8 @@
 The corpora (``datasets/code/languages/<lang>.jsonl``, written by ``gen_language_corpora.py``)
 hold honest solutions that must pass and wrong programs, compile failures, crashes and hacks
 that must score exactly 0 with status ``fail`` (never ``error``: an abstain is a hack too).
-Every corpus goes through ONE engine run per backend (real bubblewrap, real Docker), shared by
-the module's tests, so the compile-heavy rows cost one batch, not one engine each.
+Each corpus goes through ONE engine run per backend (real bubblewrap, real Docker), shared by
+the module's tests, so the compile-heavy rows cost one batch per language, not one engine each.
 """
 
 from __future__ import annotations
