@@ -218,3 +218,35 @@ def test_unbuilt_runtime_is_infra(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     [res] = verifiers.score([BY_ID["go-sum"]], sandbox="local", retries=0)
     assert res.status == "error" and res.error is not None and res.error.kind == "infra"
     assert "verifiers sandbox build languages" in res.error.message
+
+
+def test_runtime_commands_are_validated(tmp_path: Path) -> None:
+    from verifiers.sandbox._runtimes import load_runtime
+
+    from verifiers.errors import InfraError
+
+    (tmp_path / "runtime.toml").write_text(
+        '[runtime]\napt = ["python3"]\n[runtime.commands]\ngcc = { argv = "gcc --version" }\n'
+    )
+    with pytest.raises(InfraError, match=r"commands\]\.gcc"):
+        load_runtime(tmp_path)
+
+
+@pytest.mark.bwrap
+def test_languages_runtime_check_runs_every_toolchain() -> None:
+    from verifiers.sandbox._runtimes import check_rootfs, load_runtime, rootfs_path
+    from verifiers.sandbox._settings import SandboxSettings
+
+    runtime = load_runtime(Path(__file__).resolve().parents[3] / "sandbox/images/languages")
+    assert runtime is not None
+    versions = check_rootfs(runtime, rootfs_path(runtime, SandboxSettings()))
+    for tool, text in {
+        "gcc": "12.2",
+        "gxx": "12.2",
+        "node": "v18.",
+        "tsc": "4.8",
+        "javac": "javac 17",
+        "go": "go1.19",
+        "rustc": "1.63",
+    }.items():
+        assert text in versions[tool], (tool, versions)
