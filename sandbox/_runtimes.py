@@ -30,6 +30,13 @@ So both backends run bit-identical files, and the host's venv is never visible t
     overhead_mb = 512               # optional: the zygote's memory, added to a container limit
     [runtime.env]                   # extra job environment
     KEY = "value"
+    [runtime.commands]              # optional: tools that must run (a toolchain's version)
+    gcc = { argv = ["gcc", "--version"], expect = "12.2" }
+
+Each ``commands`` entry is run in the built root filesystem (read-only, no network) by the
+runtime check: it must exit 0 and, when ``expect`` is given, print that text; the first line
+it prints is recorded in the build marker (``verifiers sandbox check`` lists it). That is how a
+runtime without Python packages to import (compilers, node, a JVM) proves it works.
 
 A missing or broken runtime raises :class:`SandboxUnavailable` with the command that fixes it
 (``verifiers sandbox build <name>``) when a session is asked for, before any model code runs:
@@ -95,6 +102,7 @@ _KEYS = {
     "env",
     "preload",
     "overhead_mb",
+    "commands",
 }
 _PIP_VERSION = "24.3.1"
 _PLATFORMS = (
@@ -124,6 +132,8 @@ class Runtime:
     """File (in the definition folder) the runner's zygote runs once before any job."""
     overhead_mb: int = 0
     """Memory the preloaded zygote keeps resident, added to a container's cgroup limit."""
+    commands: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    """Check commands: name -> (argv, text the output must contain, "" for any)."""
 
     @property
     def interpreter(self) -> str:
@@ -202,8 +212,29 @@ def load_runtime(folder: Path) -> Runtime | None:
     overhead = table.get("overhead_mb", 0)
     if not isinstance(overhead, int) or isinstance(overhead, bool) or overhead < 0:
         raise InfraError(f"{file}: [runtime].overhead_mb must be a whole number >= 0")
+    commands: dict[str, tuple[tuple[str, ...], str]] = {}
+    raw_commands = table.get("commands", {})
+    if not isinstance(raw_commands, dict):
+        raise InfraError(f"{file}: [runtime.commands] must be a table of name -> {{argv, expect}}")
+    for cname, entry in raw_commands.items():
+        argv = entry.get("argv") if isinstance(entry, dict) else None
+        expect = entry.get("expect", "") if isinstance(entry, dict) else None
+        if (
+            not isinstance(entry, dict)
+            or set(entry) - {"argv", "expect"}
+            or not isinstance(argv, list)
+            or not argv
+            or not all(isinstance(a, str) for a in argv)
+            or not isinstance(expect, str)
+        ):
+            raise InfraError(
+                f"{file}: [runtime.commands].{cname} must be "
+                '{ argv = ["tool", "--version"], expect = "text" } (expect optional)'
+            )
+        commands[str(cname)] = (tuple(argv), expect)
     return Runtime(
         name=folder.name,
+        commands=commands,
         preload=preload,
         overhead_mb=overhead,
         folder=folder,
@@ -418,10 +449,21 @@ def check_rootfs(runtime: Runtime, root: Path) -> dict[str, str]:
         have = report["got"].get(name)
         if have != want:
             problems.append(f"{name}: pinned {want}, found {have}")
+    tools: dict[str, str] = {}
+    for cname, (argv, expect) in runtime.commands.items():
+        ran = _in_root(root, list(argv), writable=False, timeout=300)
+        text = ran.stdout + ran.stderr
+        if ran.returncode != 0:
+            problems.append(f"{cname}: {' '.join(argv)} exited {ran.returncode}: {text[-300:]}")
+        elif expect and expect not in text:
+            problems.append(f"{cname}: {' '.join(argv)} does not print {expect!r}: {text[:300]}")
+        else:
+            tools[cname] = (text.strip().splitlines() or [""])[0][:200]
     if problems:
         raise InfraError(f"runtime {runtime.name} fails its check: " + "; ".join(problems))
     versions = {name: str(v) for name, v in report["got"].items()}
     versions["python"] = str(report["python"])
+    versions.update(tools)
     return versions
 
 

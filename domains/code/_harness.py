@@ -1019,6 +1019,8 @@ class Judge:
         self.deadline = self.t0 + float(job.get("total_timeout_s", 30))
         self.test_timeout = float(job.get("test_timeout_s", 10))
         self.text_cap = int(job.get("text_cap", 2000))
+        self.build_s: float | None = None
+        """Seconds from the judge's start to a built program (compiled languages)."""
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         line = (
@@ -1207,11 +1209,249 @@ class Judge:
                 self.emit("T", rec)
         self.emit("D", {})
 
+    # -- compiled and scripted languages (a ``program`` in the job, see ``_languages``) ------
+
+    def _program_env(self) -> dict[str, str]:
+        """A program's environment: the runtime's job environment (PATH, toolchain caches)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VERIFIERS_")}
+        env.setdefault("PATH", "/usr/bin:/bin")
+        env["LANG"] = "C.UTF-8"
+        return env
+
+    def _limit_fn(self, mem: int | None) -> Callable[[], None]:
+        def limit() -> None:
+            import resource
+
+            if mem:
+                resource.setrlimit(resource.RLIMIT_AS, (int(mem), int(mem)))
+
+        return limit
+
+    def build(self) -> bool:
+        """Compile the program (each step a child with the job's limits and time budget).
+
+        Returns False after writing the ``D`` line: ``infra_error`` when a toolchain is missing
+        (decided before any candidate code runs), ``compile`` with the compiler's output when
+        the candidate's code did not build or its compile ran past the time budget (the
+        model's failure: an infinite template or constexpr loop is a timeout, never an abstain).
+        """
+        import shutil
+        import subprocess
+
+        prog = self.job["program"]
+        missing = [t for t in prog.get("tools", []) if shutil.which(str(t)) is None]
+        if missing:
+            self.emit("D", {"infra_error": f"toolchain not installed in the runtime: {missing}"})
+            return False
+        os.makedirs(str(prog.get("build_dir", "build")), exist_ok=True)
+        mem = None if prog.get("vm") else prog.get("compile_memory_bytes")
+        build_deadline = time.monotonic() + float(prog.get("compile_timeout_s", 60))
+        for step in prog.get("compile", []):
+            t = time.monotonic()
+            deadline = build_deadline
+            if deadline <= t:
+                self.emit("D", {"compile": {"status": "timeout", "output": ""}})
+                return False
+            try:
+                proc = subprocess.Popen(
+                    [str(a) for a in step],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=self._program_env(),
+                    preexec_fn=self._limit_fn(mem),
+                )
+            except OSError as exc:
+                self.emit("D", {"infra_error": f"cannot start {step[0]}: {exc}"})
+                return False
+            assert proc.stdout is not None
+            sink = _Sink(os.dup(proc.stdout.fileno()), 64 << 10)
+            proc.stdout.close()
+            timed_out = _communicate(os.open(os.devnull, os.O_WRONLY), b"", [sink], deadline)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+            sink.pump()
+            sink.close()
+            text = bytes(sink.buf).decode("utf-8", "replace")
+            if timed_out or proc.returncode != 0:
+                self.emit(
+                    "D",
+                    {
+                        "compile": {
+                            "status": "timeout" if timed_out else "failed",
+                            "returncode": proc.returncode,
+                            "output": text[: self.text_cap * 2],
+                            "duration_s": round(time.monotonic() - t, 3),
+                        }
+                    },
+                )
+                return False
+        self.build_s = round(time.monotonic() - self.t0, 4)
+        # The tests' own time (timeout_s) starts once the program is built.
+        self.deadline = time.monotonic() + float(self.job.get("total_timeout_s", 30))
+        return True
+
+    def run_program_call(self) -> None:
+        """Run the generated call harness (``_callgen``) and turn its lines into records.
+
+        The candidate shares the harness's process, so any line may be its own: only one
+        record per case is taken, for the case being waited on, in order; a record for any
+        other case fails the current one. A crash, exit or hang fails the current case and the
+        harness is restarted at the next one. Values are checked on the host.
+        """
+        import subprocess
+
+        prog = self.job["program"]
+        cases = self.job["tests"]["cases"]
+        n = len(cases)
+        mark = str(prog.get("mark", "\x1e@")).encode()
+        mem = None if prog.get("vm") else self.cand.limits.get("memory_bytes")
+        cap = self.cand.output_cap
+        i = 0
+        while i < n:
+            if not self.start_test():
+                for k in range(i, n):
+                    self.emit(
+                        "T",
+                        {"index": k, "status": "timeout", "message": "total time limit reached"},
+                    )
+                break
+            proc = subprocess.Popen(
+                [*[str(a) for a in prog["run"]], str(i)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=self._program_env(),
+                preexec_fn=self._limit_fn(mem),
+            )
+            assert proc.stdout is not None and proc.stderr is not None
+            out_fd = os.dup(proc.stdout.fileno())
+            err = _Sink(os.dup(proc.stderr.fileno()), cap)
+            proc.stdout.close()
+            proc.stderr.close()
+            os.set_blocking(out_fd, False)
+            buf = bytearray()
+            seen = 0
+            chatter = bytearray()
+            case_deadline = min(self.deadline, time.monotonic() + self.test_timeout)
+            ended: dict[str, Any] | None = None
+            eof = False
+            while ended is None and not eof:
+                left = case_deadline - time.monotonic()
+                if left <= 0:
+                    ended = {
+                        "status": "timeout",
+                        "message": f"no result within {self.test_timeout:g}s",
+                    }
+                    break
+                live = [out_fd] + ([err.fd] if err.fd >= 0 else [])
+                rd, _, _ = select.select(live, [], [], left)
+                if err.fd in rd:
+                    err.pump()
+                if out_fd not in rd:
+                    continue
+                try:
+                    chunk = os.read(out_fd, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    eof = True
+                seen += len(chunk)
+                buf += chunk
+                if seen > cap + (n + 1) * 4096:
+                    ended = {"status": "error", "message": "output too long (truncated)"}
+                    break
+                while ended is None and b"\n" in buf:
+                    line, _, rest = bytes(buf).partition(b"\n")
+                    buf = bytearray(rest)
+                    if not line.startswith(mark):
+                        chatter += line[:cap] + b"\n"
+                        del chatter[: max(0, len(chatter) - self.text_cap)]
+                        continue
+                    rec = self._call_record(line[len(mark) :], i)
+                    if chatter:
+                        rec["stdout"] = chatter.decode("utf-8", "replace")
+                        chatter = bytearray()
+                    self.emit("T", rec)
+                    i += 1
+                    if rec.get("forged"):
+                        ended = {}
+                        break
+                    if i >= n:
+                        ended = {}
+                        break
+                    if not self.start_test():
+                        ended = {}
+                        break
+                    case_deadline = min(self.deadline, time.monotonic() + self.test_timeout)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+            os.close(out_fd)
+            err.pump()
+            err.close()
+            if ended == {}:
+                continue
+            if ended is None:
+                rc = proc.returncode
+                why = (
+                    f"killed by signal {-rc}"
+                    if rc is not None and rc < 0
+                    else f"exited with status {rc}"
+                )
+                ended = {"status": "error", "message": f"the program {why} during this call"}
+            rec = {"index": i, **ended}
+            stderr = bytes(err.buf).decode("utf-8", "replace")
+            if stderr:
+                rec["stderr"] = stderr[-self.text_cap :]
+            if chatter:
+                rec["stdout"] = chatter.decode("utf-8", "replace")
+            self.emit("T", rec)
+            i += 1
+        self.emit("D", {"build_s": self.build_s})
+
+    def _call_record(self, body: bytes, i: int) -> dict[str, Any]:
+        kind, _, rest = body.partition(b" ")
+        index, _, payload = rest.partition(b" ")
+        if kind not in (b"R", b"X") or index != str(i).encode():
+            return {
+                "index": i,
+                "status": "error",
+                "forged": True,
+                "message": "the program wrote a harness record out of turn (only the harness "
+                "may write lines starting with \\x1e@)",
+            }
+        try:
+            value = json.loads(payload.decode("utf-8", "strict"))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return {"index": i, "status": "error", "message": "unreadable return value"}
+        if kind == b"X":
+            return {
+                "index": i,
+                "status": "raised",
+                "exc_type": "exception",
+                "message": str(value)[: self.text_cap],
+            }
+        try:
+            return {"index": i, "status": "returned", "value": encode(value)}
+        except (CodecError, RecursionError, ValueError):
+            return {"index": i, "status": "error", "message": "return value too large or deep"}
+
     def run_io(self) -> None:
         import subprocess
 
         tests = self.job["tests"]
         code_path = self.cand.code_path
+        prog = self.job.get("program")
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": "C.UTF-8",
@@ -1219,13 +1459,14 @@ class Judge:
             "PYTHONDONTWRITEBYTECODE": "1",
             "OPENBLAS_NUM_THREADS": "1",
         }
+        argv = [sys.executable, code_path]
         mem = self.cand.limits.get("memory_bytes")
-
-        def limit() -> None:
-            import resource
-
-            if mem:
-                resource.setrlimit(resource.RLIMIT_AS, (int(mem), int(mem)))
+        if prog is not None:
+            argv = [str(a) for a in prog["run"]]
+            env = self._program_env()
+            if prog.get("vm"):
+                mem = None
+        limit = self._limit_fn(mem)
 
         cap = self.cand.output_cap
         for i, case in enumerate(tests["cases"]):
@@ -1244,7 +1485,7 @@ class Judge:
             timeout = max(0.01, (self.cand.deadline or self.deadline) - time.monotonic())
             t = time.monotonic()
             proc = subprocess.Popen(
-                [sys.executable, code_path],
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -1281,7 +1522,7 @@ class Judge:
                 "duration_s": round(time.monotonic() - t, 4),
             }
             self.emit("T", rec)
-        self.emit("D", {})
+        self.emit("D", {} if self.build_s is None else {"build_s": self.build_s})
 
     def run_pytest(self) -> None:
         """Run the pytest files; the candidate never sees or shapes them.
@@ -1831,7 +2072,16 @@ def _judge_main(harness: str) -> int:
         return 0
     kind = job["tests"]["kind"]
     try:
-        if kind == "io":
+        if job.get("program") is not None:
+            cand.kill()
+            if judge.build():
+                if kind == "io":
+                    judge.run_io()
+                elif kind == "call":
+                    judge.run_program_call()
+                else:
+                    judge.emit("D", {"spec_error": f"test kind {kind!r} needs Python"})
+        elif kind == "io":
             cand.kill()
             judge.run_io()
         else:

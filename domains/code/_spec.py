@@ -10,6 +10,7 @@ from verifiers.protocol import Spec
 
 __all__ = [
     "AssertTests",
+    "CallSignature",
     "CallCase",
     "CallTests",
     "CodeTestsSpec",
@@ -88,12 +89,44 @@ class CallCase(BaseModel):  # type: ignore[no-redef]  # pydantic-mypy: field "kw
         return self
 
 
+class CallSignature(BaseModel):
+    """Parameter types of a ``call`` entry point in a typed language (C++, Java, Go, Rust).
+
+    The harness declares each argument with the language's type for it: ``int`` (C++/Java
+    ``int``, Go ``int``, Rust ``i32``), ``long`` (64-bit), ``float`` (double), ``bool``,
+    ``str`` (``std::string``, ``String``, ``string``, ``String``) and ``list[T]``
+    (``std::vector<T>``, ``java.util.List<T>``, ``[]T``, ``Vec<T>``), nested. Ignored by Python,
+    JavaScript and TypeScript.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    params: list[str]
+    returns: str | None = None
+    """Documentation only: the return value is compared as JSON whatever its type."""
+
+    @model_validator(mode="after")
+    def _types_parse(self) -> Self:
+        from verifiers.errors import BadInput
+
+        from ._callgen import parse_type
+
+        for t in [*self.params, *([self.returns] if self.returns else [])]:
+            try:
+                parse_type(t)
+            except BadInput as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
+
 class CallTests(_Kind):
     """Call a function with arguments; compare the JSON-serialised return value on the host."""
 
     kind: Literal["call"]
     entry_point: str
     cases: list[CallCase] = Field(min_length=1)
+    signature: CallSignature | None = None
+    """Argument types, needed by the typed languages' harnesses (see :class:`CallSignature`)."""
     rel_tol: float = Field(default=1e-9, ge=0)
     """Relative tolerance for comparing with an expected float. An expected int is compared
     exactly unless the spec sets ``rel_tol`` or ``abs_tol`` itself."""
@@ -165,6 +198,13 @@ class CodeTestsSpec(Spec):
     """How many failing tests the feedback describes."""
     feedback_chars: int = Field(default=2000, ge=200, le=100_000)
     """Cap on the feedback text."""
+    compile_timeout_s: float = Field(default=60.0, gt=0, le=600)
+    """Compiled languages: time for building the program, on top of ``timeout_s`` (a build
+    costs 0.3-3 s on a quiet machine and many times that on a loaded one; a build that does
+    not finish in it, an infinite template or constexpr loop, is the model's fail)."""
+    warnings_as_errors: bool = False
+    """Compiled languages: compile with warnings as errors (``-Wall -Wextra -Werror``,
+    ``-D warnings``, ``-Xlint:all -Werror``); a warning then fails the build."""
     extract: Literal["last_block", "whole"] = "last_block"
     """``last_block``: last fenced block (matching ``language``), else the whole text."""
 

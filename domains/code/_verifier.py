@@ -9,6 +9,7 @@ candidate cannot forge those lines, and ``docs/code.md`` for the threat model.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -17,12 +18,12 @@ from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, InfraError
 from verifiers.protocol import Verifier
 from verifiers.registry import register
-from verifiers.text import completion_text, last_code_block
+from verifiers.text import _fenced_blocks, completion_text, last_code_block
 from verifiers.types import Result, Trajectory
 
-from . import _harness
+from . import _callgen, _harness
 from ._compare import Opaque, compare_output, printable, short_diff, short_repr, values_equal
-from ._languages import Language, judge_files, language_for
+from ._languages import BUILD_DIR, BUILD_MEMORY_MB, Language, judge_files, language_for
 from ._spec import AssertTests, CallTests, CodeTestsSpec, IoTests, PytestTests
 
 __all__ = ["CodeTests", "extract_code"]
@@ -34,9 +35,24 @@ STARTUP_GRACE_S = 5.0
 
 
 def extract_code(text: str, language: Language, mode: str = "last_block") -> str:
-    """The code to run: the last fenced block (tagged ``language`` or untagged), else all."""
+    """The code to run: the last fenced block (tagged ``language`` or untagged), else all.
+
+    A block tagged with the language's name or any alias (``cpp``, ``c++``, ``cc`` ...) wins
+    over untagged ones; a block tagged for another language is taken only when there is
+    nothing else (it then fails to build, as the model's own mistake).
+    """
     if mode == "whole":
         return text
+    if language.toolchain is not None:
+        tags = {language.name, *language.aliases}
+        blocks = _fenced_blocks(text)
+        tagged = [body for tag, body in blocks if tag in tags]
+        untagged = [body for tag, body in blocks if not tag]
+        for chosen in (tagged, untagged, [body for _, body in blocks]):
+            if chosen:
+                return chosen[-1]
+        found = last_code_block(text, language.name)
+        return text if found is None else found
     block = last_code_block(text, language.name)
     if block is None:
         for alias in language.aliases:
@@ -65,7 +81,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
 
     def budget_s(self, spec: CodeTestsSpec) -> float:
         """The sandbox time a sample is promised: ``timeout_s`` plus start-up grace."""
-        return spec.timeout_s + STARTUP_GRACE_S
+        return spec.timeout_s + _compile_allowance(spec) + STARTUP_GRACE_S
 
     async def verify(
         self, trajectory: Trajectory, spec: CodeTestsSpec, ctx: VerifierContext
@@ -93,7 +109,14 @@ class CodeTests(Verifier[CodeTestsSpec]):
             )
         nonce = secrets.token_hex(16)
         job = self._job(spec, lang, nonce)
-        budget = spec.timeout_s + STARTUP_GRACE_S
+        files: dict[str, str | bytes] = {lang.source_file: code}
+        memory_mb = spec.memory_mb + JUDGE_MEMORY_MB
+        if lang.toolchain is not None:
+            program, files = _program(spec, lang, code)
+            job["program"] = program
+            job["code_path"] = next(iter(files))
+            memory_mb += BUILD_MEMORY_MB
+        budget = spec.timeout_s + _compile_allowance(spec) + STARTUP_GRACE_S
         remaining = ctx.remaining()
         exec_timeout = min(budget, remaining) if remaining > 0 else budget
         n_cases = len(tests.cases) if isinstance(tests, (IoTests, CallTests)) else 1
@@ -103,14 +126,15 @@ class CodeTests(Verifier[CodeTestsSpec]):
         async with ctx.sandbox(
             lang.image,
             timeout_s=exec_timeout,
-            memory_mb=spec.memory_mb + JUDGE_MEMORY_MB,
+            memory_mb=memory_mb,
             output_bytes=sandbox_output,
+            pids=lang.pids,
         ) as sb:
             # One write: the candidate's file, then the judge's files (after and over anything
             # named like them), all read-only, so the job can change neither the judge nor the
             # program the io cases run. The sandbox sends it in the exec's frame (one round
             # trip per sample) and the constant judge files only once per runner.
-            await sb.write_files({lang.source_file: code, **judge_files(lang)}, readonly=True)
+            await sb.write_files({**files, **judge_files(lang)}, readonly=True)
             res = await sb.exec(
                 list(lang.judge_argv),
                 stdin=json.dumps(job).encode(),
@@ -127,6 +151,8 @@ class CodeTests(Verifier[CodeTestsSpec]):
             raise BadInput(printable(f"code.tests spec: {done['spec_error']}"))
         if done is not None and done.get("infra_error"):
             raise InfraError(printable(f"code judge: {done['infra_error']}"))
+        if done is not None and isinstance(done.get("compile"), dict):
+            return _compile_failed(spec, lang, done["compile"], expected_n, tests.kind, ready)
         if (
             isinstance(tests, PytestTests)
             and done is not None
@@ -176,6 +202,8 @@ class CodeTests(Verifier[CodeTestsSpec]):
             "oom_killed": res.oom_killed,
             "judge": ready,
         }
+        if done is not None and isinstance(done.get("build_s"), (int, float)):
+            details["build_s"] = done["build_s"]
         return Result.scored(
             reward,
             components={"tests_passed": fraction},
@@ -266,6 +294,120 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 for k in range(len(outs), tests.expected_tests)
             ]
         return outs
+
+
+def _compile_allowance(spec: CodeTestsSpec) -> float:
+    """Seconds a compiled language's build may take before the tests' ``timeout_s`` starts."""
+    try:
+        lang = language_for(spec.language)
+    except BadInput:
+        return 0.0
+    return spec.compile_timeout_s if lang.toolchain is not None else 0.0
+
+
+def _program(
+    spec: CodeTestsSpec, lang: Language, code: str
+) -> tuple[dict[str, Any], dict[str, str | bytes]]:
+    """The judge's build-and-run recipe and the files of a non-Python language's sample.
+
+    Raises:
+        BadInput: the spec asks for what this language's harness cannot do.
+    """
+    chain = lang.toolchain
+    assert chain is not None
+    tests = spec.tests
+    source = lang.source_for(code, tests.kind)
+    files: dict[str, str | bytes] = {source: code}
+    if isinstance(tests, CallTests):
+        if tests.values != "json" or any(c.kwargs for c in tests.cases):
+            raise BadInput(
+                f"code.tests call in {lang.name}: arguments are positional plain JSON (no kwargs, values='json')"
+            )
+        if any(c.raises for c in tests.cases):
+            raise BadInput(
+                f"code.tests call in {lang.name}: 'raises' cases are Python only; expect a value"
+            )
+        params = None
+        if tests.signature is not None:
+            params = [_callgen.parse_type(t) for t in tests.signature.params]
+        files[chain.harness_file] = _callgen.harness_source(
+            lang.name, tests.entry_point, [list(c.args) for c in tests.cases], params
+        )
+        steps, run = chain.call_compile, chain.call_run
+    else:
+        steps, run = chain.io_compile, chain.io_run
+    fill = {
+        "{src}": source,
+        "{harness}": chain.harness_file,
+        "{mem}": str(spec.memory_mb),
+        "{cls}": source.rsplit(".", 1)[0],
+    }
+
+    def filled(argv: tuple[str, ...]) -> list[str]:
+        out = []
+        for arg in argv:
+            for key, value in fill.items():
+                arg = arg.replace(key, value)
+            out.append(arg)
+        return out
+
+    compile_steps = [filled(step) for step in steps]
+    if spec.warnings_as_errors and compile_steps and chain.werror:
+        first = compile_steps[0]
+        compile_steps[0] = [first[0], *chain.werror, *first[1:]]
+    program = {
+        "tools": list(chain.tools),
+        "compile": compile_steps,
+        "run": filled(run),
+        "vm": chain.vm,
+        "compile_memory_bytes": (spec.memory_mb + chain.build_memory_mb) << 20,
+        "compile_timeout_s": spec.compile_timeout_s,
+        "build_dir": BUILD_DIR,
+        "mark": _callgen.MARK,
+    }
+    return program, files
+
+
+def _compile_failed(
+    spec: CodeTestsSpec,
+    lang: Language,
+    info: dict[str, Any],
+    expected_n: int,
+    kind: str,
+    ready: dict[str, Any],
+) -> Result:
+    """The model's failure: its code did not build (errors, warnings-as-errors, or a compile
+    that ran past the time budget: an infinite template or constexpr loop)."""
+    output = str(info.get("output") or "")
+    if info.get("status") == "timeout":
+        head = (
+            f"Compilation did not finish within its time limit ({spec.compile_timeout_s:g}s, "
+            "compile_timeout_s); no test ran."
+        )
+    else:
+        head = f"Compilation failed (exit status {info.get('returncode')}); no test ran."
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    # The compiler's first messages name the file and line (solution.cpp:3:5: error: ...).
+    shown = "\n".join(lines[:25])
+    feedback = head + ("\n" + shown if shown else "")
+    if len(feedback) > spec.feedback_chars:
+        feedback = feedback[: spec.feedback_chars - 20] + "\n... (truncated)"
+    return Result.scored(
+        0.0,
+        components={"tests_passed": 0.0},
+        feedback=printable(feedback),
+        details=_printable_tree(
+            {
+                "kind": kind,
+                "language": lang.name,
+                "passed": 0,
+                "expected": expected_n,
+                "compile": {k: info.get(k) for k in ("status", "returncode", "duration_s")},
+                "finished": True,
+                "judge": ready,
+            }
+        ),
+    )
 
 
 def _printable_tree(value: Any) -> Any:
@@ -428,6 +570,9 @@ def _call_outcome(tests: CallTests, i: int, rec: dict[str, Any] | None) -> _Outc
     )
 
 
+_SOURCE_LINE = re.compile(r"(solution\.\w+|[A-Z]\w*\.java)[:(]\d+")
+
+
 def _io_outcome(tests: IoTests, i: int, rec: dict[str, Any] | None) -> _Outcome:
     case = tests.cases[i]
     name = case.name or f"case {i}"
@@ -437,7 +582,11 @@ def _io_outcome(tests: IoTests, i: int, rec: dict[str, Any] | None) -> _Outcome:
     status = str(rec.get("status"))
     out = str(rec.get("stdout") or "")
     err = str(rec.get("stderr") or "")
-    err_tail = "\n".join(err.splitlines()[-6:])
+    err_lines = err.splitlines()
+    # A stack trace names the candidate's line near its top (node, Java, Go): keep that line
+    # with the tail.
+    located = [ln for ln in err_lines[:-6] if _SOURCE_LINE.search(ln)][:2]
+    err_tail = "\n".join(located + err_lines[-6:])
     if status == "timeout":
         return _Outcome(name, False, "timeout", f"{where}: timed out", err_tail, rec)
     if rec.get("stdout_truncated"):

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Languages for code.tests (issue 17): the polyglot `languages` runtime (gcc/g++ 12, Node 18 +
+# TypeScript 4.8, OpenJDK 17, Go 1.19, rustc 1.63, CPython 3.11; all Debian bookworm packages).
+#
+# Runs as root from the repository root with $PY = the CI venv's python, after 10-sandbox.sh
+# (Docker engine, bubblewrap, debootstrap and the debootstrapped base are in place). One
+# definition, sandbox/images/languages/runtime.toml, builds the root filesystem the local
+# backend runs jobs in and the Docker image (`docker import` of the same folder), cached under
+# $VERIFIERS_SANDBOX_CACHE by the definition's hash: a re-run with it in place takes a second.
+# A fresh machine (base already debootstrapped) needs about 100 s here: apt ~75 s for ~1.3 GB
+# of toolchains, the toolchain check 5 s, the import 20 s; 1.7 GB of disk.
+set -euo pipefail
+
+PY="${PY:-python3}"
+"$PY" -m verifiers.sandbox.cli build languages
