@@ -32,6 +32,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -71,6 +72,9 @@ NAMESPACE_LABEL = f"{LABEL}.owner-namespace"
 RUNNER_CAPS = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"]
 JOB_UID = 10001
 _ENGINE_THREADS = 4
+_EVIDENCE_S = 3.0
+"""How long to wait for a lost runner's container to report its ``die`` (its ``oom`` event,
+if any, comes with it)."""
 T = TypeVar("T")
 _DOCKER_HINT = "start dockerd (or set DOCKER_HOST), or use --sandbox local"
 
@@ -254,14 +258,31 @@ class _AttachChannel(Channel):
 
 
 class _DockerWorker(Worker):
-    def __init__(self, channel: Channel, key: Hashable, provider: DockerProvider, cid: str):
+    def __init__(
+        self, channel: Channel, key: Hashable, provider: DockerProvider, cid: str, since: float
+    ):
         super().__init__(channel, key)
         self.provider = provider
         self.cid = cid
+        self.since = since
+        """Engine time (epoch seconds) just before the container was created."""
 
     @property
     def name(self) -> str:
         return f"container {self.cid[:12]}"
+
+    async def loss_cause(self) -> str | None:
+        """The engine's ``oom`` event for this container: its memory cgroup (the jobs' and
+        the runner's memory together) ran out and the kernel killed the runner. The engine
+        keeps events after an ``auto_remove`` container is gone. No answer, no evidence."""
+        try:
+            return await asyncio.wait_for(
+                self.provider._blocking(self.provider._oom_evidence, self.cid, self.since),
+                _EVIDENCE_S + 5,
+            )
+        except Exception as exc:  # engine gone or slow: no evidence that the job did it
+            log.debug("no loss evidence for %s: %s", self.name, exc)
+            return None
 
     async def kill(self) -> None:
         self.broken = self.broken or "killed"
@@ -451,6 +472,7 @@ class DockerProvider(SandboxProvider):
         limits = self.settings.limits.model_copy(update={"memory_mb": memory_mb, "pids": pids})
         listener: socket.socket | None = None
         socket_dir: str | None = None
+        since = time.time() - 300  # events are filtered by container id; margin for clock skew
         if self._use_socket():
             socket_dir = tempfile.mkdtemp(prefix="verifiers-sandbox-")  # 0700, root only
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -491,7 +513,7 @@ class DockerProvider(SandboxProvider):
             if listener is not None
             else _AttachChannel(reader, writer)
         )
-        worker = _DockerWorker(channel, key, self, cid)
+        worker = _DockerWorker(channel, key, self, cid, since)
         try:
             await worker.handshake(self.settings.start_timeout_s)
         except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
@@ -501,6 +523,31 @@ class DockerProvider(SandboxProvider):
                 hint="run `verifiers sandbox check`",
             ) from None
         return worker
+
+    def _oom_evidence(self, cid: str, since: float) -> str | None:
+        """Whether the engine recorded an OOM kill in container ``cid`` (see
+        ``_DockerWorker.loss_cause``). The ``oom`` event may trail the broken connection:
+        this waits up to ``_EVIDENCE_S`` for the container's end (``die``/``destroy``) and
+        looks once more shortly after it. Containers are recycled after any OOM, so one in
+        this container's history belongs to the current session."""
+        deadline = time.time() + _EVIDENCE_S
+        ended_at: float | None = None
+        while True:
+            now = time.time()
+            stream = self._client.api.events(
+                since=since, until=now, filters={"container": cid}, decode=True
+            )
+            try:
+                actions = {str(e.get("Action") or e.get("status") or "") for e in stream}
+            finally:
+                stream.close()
+            if "oom" in actions:
+                return "its container ran out of memory (the job's memory took the runner down)"
+            if ended_at is None and actions & {"die", "destroy"}:
+                ended_at = now
+            if now >= deadline or (ended_at is not None and now - ended_at >= 0.3):
+                return None
+            time.sleep(0.1)
 
     def _remove(self, cid: str) -> None:
         try:
