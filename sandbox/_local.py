@@ -45,6 +45,7 @@ from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPoo
 from ._client import pooled_session as _pooled_session
 from ._images import find_images, get_image
 from ._launch import RunnerLaunch, runner_launch
+from ._prune import hold_rootfs
 from ._runtimes import Runtime, load_runtime, ready_rootfs
 from ._settings import SandboxSettings
 
@@ -281,6 +282,8 @@ class LocalProvider(SandboxProvider):
         self._pool = WorkerPool(self._start, self.settings)
         self._next_slot = 0
         self._roots: dict[str, tuple[Runtime, Path]] = {}
+        self._holds: list[int] = []
+        """Shared flocks on the root filesystems in use (see ``_prune``)."""
         self._cgroups: dict[int, RunnerCgroup] = {}
         self._last_uid = 0
 
@@ -319,6 +322,8 @@ class LocalProvider(SandboxProvider):
                 hint="apt-get install bubblewrap, or use --sandbox docker",
             )
         root = ready_rootfs(runtime, self.settings)
+        # Held until close(): `verifiers sandbox prune` never removes a root in use.
+        self._holds.append(hold_rootfs(root, lambda: ready_rootfs(runtime, self.settings)))
         self._roots[image] = (runtime, root)
         return runtime, root
 
@@ -473,6 +478,10 @@ class LocalProvider(SandboxProvider):
         await self._pool.close()
         if self.isolation != "bwrap":
             shutil.rmtree(_host_work_root(), ignore_errors=True)
+        holds, self._holds = self._holds, []
+        self._roots.clear()
+        for fd in holds:
+            os.close(fd)
 
 
 def _launch_for(key: Hashable, settings: SandboxSettings) -> RunnerLaunch:
