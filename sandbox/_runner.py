@@ -1011,6 +1011,13 @@ class Runner:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 if preload:
                     problem = _run_preload(preload)
+                    # What the preload printed stays the zygote's: unflushed, every job (a
+                    # fork) would inherit the buffer and write it into its own stdout.
+                    for stream in (sys.stdout, sys.stderr):
+                        try:
+                            stream.flush()
+                        except (OSError, ValueError):
+                            pass
                     self.preload_vm = _vm_size()
                     answer = b"R%d" % self.preload_vm
                     theirs.sendall(answer if problem is None else b"E" + problem.encode()[:4000])

@@ -171,10 +171,14 @@ def test_python_fast_path_keeps_python3_semantics(runner: RunnerProcess) -> None
 
 def test_preload_teardown_does_not_run_in_jobs() -> None:
     """Exit handlers the runtime's preload registered (bpy: Cycles and add-on teardown, ~50 ms
-    per job) are the zygote's, not a job's: a job exits without them and still runs its own."""
+    per job) are the zygote's, not a job's: a job exits without them and still runs its own.
+    What the preload printed is not in any job's output either."""
     root = tempfile.mkdtemp(prefix="verifiers-runner-test-")
     os.chmod(root, 0o755)
-    preload = "import atexit\natexit.register(lambda: print('runtime teardown'))\n"
+    preload = (
+        "import atexit, sys\natexit.register(lambda: print('runtime teardown'))\n"
+        "print('preload chatter')\nsys.stderr.write('preload warning')\n"  # buffered, unflushed
+    )
     runner = RunnerProcess(os.path.join(root, "work"), preload=preload)
     try:
         assert runner.hello["fast_python"] is True and not runner.hello["preload_error"]
@@ -183,6 +187,7 @@ def test_preload_teardown_does_not_run_in_jobs() -> None:
         reply = _exec(runner, [PY, "-c", code])
         assert reply["fast"] is True
         assert unb64(reply["stdout"]) == b"ran\njob teardown\n"
+        assert unb64(reply["stderr"]) == b""
     finally:
         runner.close()
         shutil.rmtree(root, ignore_errors=True)
