@@ -52,9 +52,8 @@ from ._client import (
 )
 from ._client import pooled_session as _pooled_session
 from ._images import LABEL, get_image, image_tag
-from ._launch import RunnerLaunch, runner_launch
 from ._local import runner_source
-from ._runtimes import BASE_PATH, JOB_ENV
+from ._runtimes import BASE_PATH, JOB_ENV, Runtime, runtime_for
 from ._settings import SandboxSettings
 
 __all__ = [
@@ -221,12 +220,16 @@ def prune_containers(client: Any, *, everything: bool = False, owner: str | None
     return removed
 
 
-def _job_path(launch: RunnerLaunch) -> str:
+_DEFAULT_PYTHON = "/usr/bin/python3"
+"""The runner of an image without ``runtime.toml`` (a Dockerfile-only image)."""
+
+
+def _job_path(runtime: Runtime | None) -> str:
     """Jobs' ``PATH``: a runtime with its own interpreter puts its folder first."""
-    default = BASE_PATH
-    if launch.python == RunnerLaunch().python:
-        return default
-    return f"{os.path.dirname(launch.python)}:{default}"
+    python = runtime.interpreter if runtime is not None else _DEFAULT_PYTHON
+    if python == _DEFAULT_PYTHON:
+        return BASE_PATH
+    return f"{os.path.dirname(python)}:{BASE_PATH}"
 
 
 class _AttachChannel(Channel):
@@ -327,8 +330,8 @@ class DockerProvider(SandboxProvider):
         self._docker = _import_docker()
         self.owner = owner_label()
         self._tags: dict[str, str] = {}
-        self._launch: dict[str, RunnerLaunch] = {}
-        """Built tag -> how its runner starts (the runtime's ``runtime.toml``)."""
+        self._runtimes: dict[str, tuple[Runtime | None, str]] = {}
+        """Built tag -> its runtime (how its runner starts) and the runtime's preload source."""
         self._pool = WorkerPool(self._start, self.settings)
         self._containers: set[str] = set()
         self._closed = False
@@ -355,7 +358,8 @@ class DockerProvider(SandboxProvider):
             return tag
         definition = get_image(image, self.settings)
         tag = image_tag(definition, self.settings)
-        self._launch[tag] = runner_launch(definition)
+        runtime = runtime_for(definition.path)
+        self._runtimes[tag] = (runtime, runtime.preload_source() if runtime is not None else "")
         try:
             self._client.images.get(tag)
         except self._docker.errors.ImageNotFound:
@@ -381,8 +385,8 @@ class DockerProvider(SandboxProvider):
         """Create and start one container; with ``socket_dir`` the runner connects to a unix
         socket there, else its stdin/stdout are attached (returned socket)."""
         api = self._client.api
-        launch = self._launch.get(tag, RunnerLaunch())
-        overhead = self.settings.runner_overhead_mb + launch.overhead_mb
+        runtime, preload = self._runtimes.get(tag, (None, ""))
+        overhead = self.settings.runner_overhead_mb + (runtime.overhead_mb if runtime else 0)
         memory = f"{limits.memory_mb + overhead}m"
         host_config = api.create_host_config(
             network_mode="none",
@@ -418,17 +422,24 @@ class DockerProvider(SandboxProvider):
             "mqueue": "/dev/mqueue",
             "python_fastpath": self.settings.python_fastpath,
             # The runtime's interpreter first, as on the local backend: `python` is its python.
-            "path": _job_path(launch),
-            "env": {**JOB_ENV, **dict(launch.env)},  # the same job env as the local backend
+            "path": _job_path(runtime),
+            # the same job env as the local backend
+            "env": {**JOB_ENV, **(dict(runtime.env) if runtime else {})},
         }
         if socket_dir:
             config["connect"] = "/run/verifiers/runner.sock"
-        if launch.preload:
-            config["preload"] = launch.preload
+        if preload:
+            config["preload"] = preload
             config["preload_timeout"] = self.settings.start_timeout_s
         container = api.create_container(
             image=tag,
-            command=[launch.python, "-I", "-c", runner_source(), json.dumps(config)],
+            command=[
+                runtime.interpreter if runtime else _DEFAULT_PYTHON,
+                "-I",
+                "-c",
+                runner_source(),
+                json.dumps(config),
+            ],
             user="0:0",
             stdin_open=socket_dir is None,
             tty=False,
