@@ -10,6 +10,13 @@
   runs the script, renders with the same settings, writes the PNG and exits (no sandbox, no
   checks), with the same parallelism.
 
+Besides throughput, each mode reports the CPU seconds it spent per scene (``cpu_per_scene``):
+on a shared machine the throughput ratio moves with the load (a cold Blender suffers from
+contention far more than a fork does), while CPU per scene does not. Warm: ``host`` (this
+process: verifier, PNG decoding, checks), ``jobs`` (the sandbox jobs' own CPU, from
+``details.resources``) and, on Docker, ``containers`` (everything in the runners' cgroups:
+jobs, runners, zygote forks). Cold: the Blender processes (``RUSAGE_CHILDREN``).
+
 Prints one JSON line; the table in docs/benchmarks/render.md comes from it. Usage::
 
     python benchmarks/render.py [--scenes 40] [--workers 2] [--backend local|docker]
@@ -23,6 +30,7 @@ import asyncio
 import json
 import os
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -88,11 +96,39 @@ def summary(latencies: list[float], total: float) -> dict[str, float]:
     }
 
 
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _container_cpu(provider: Any) -> float | None:
+    """CPU seconds of the provider's containers so far (cgroup v1 or v2 accounting), or None."""
+    ids = getattr(provider, "container_ids", None)
+    if ids is None:
+        return None
+    total = 0.0
+    for cid in ids():
+        v1 = Path(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage")
+        v2 = Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat")
+        try:
+            if v1.is_file():
+                total += int(v1.read_text()) / 1e9
+            elif v2.is_file():
+                stat = dict(line.split() for line in v2.read_text().splitlines())
+                total += int(stat["usage_usec"]) / 1e6
+            else:
+                return None
+        except (OSError, ValueError, KeyError):
+            return None
+    return total
+
+
 async def run_warm(scenes: list[str], backend: str, workers: int) -> dict[str, Any]:
     verifier = BlenderRender()
     provider = open_provider(backend, SandboxSettings(pool_size=workers))  # type: ignore[arg-type]
     spec = RenderSpec.model_validate(SPEC)
     sem = asyncio.Semaphore(workers)
+    job_cpu: list[float] = []
 
     async def one(script: str) -> tuple[float, str]:
         async with sem:
@@ -104,22 +140,30 @@ async def run_warm(scenes: list[str], backend: str, workers: int) -> dict[str, A
             )
             started = time.perf_counter()
             result = await verifier.verify(traj, spec, ctx)
+            job_cpu.append(float((ctx.resources() or {}).get("cpu_s", 0.0)))
             return time.perf_counter() - started, result.status
 
     started = time.perf_counter()
     # Start the runners (zygote: import bpy, warm-up render) before the clock for the scenes.
     await asyncio.gather(*(one(scenes[0]) for _ in range(workers)))
     startup = time.perf_counter() - started
+    job_cpu.clear()
+    host_before, containers_before = _self_cpu(), _container_cpu(provider)
     started = time.perf_counter()
     done = await asyncio.gather(*(one(s) for s in scenes))
     total = time.perf_counter() - started
+    host_cpu, containers_after = _self_cpu() - host_before, _container_cpu(provider)
     await verifier.close()
     await provider.close()
     statuses = [status for _, status in done]
+    cpu = {"host": host_cpu / len(scenes), "jobs": sum(job_cpu) / len(scenes)}
+    if containers_before is not None and containers_after is not None:
+        cpu["containers"] = (containers_after - containers_before) / len(scenes)
     return {
         **summary([lat for lat, _ in done], total),
         "startup_s": round(startup, 3),
         "passed": statuses.count("pass"),
+        "cpu_per_scene": {k: round(v, 4) for k, v in cpu.items()},
     }
 
 
@@ -145,10 +189,23 @@ async def run_cold(scenes: list[str], python: Path, workers: int) -> dict[str, A
             await proc.wait()
             return time.perf_counter() - started, proc.returncode == 0 and png.is_file()
 
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = await asyncio.gather(*(one(i, s) for i, s in enumerate(scenes)))
     total = time.perf_counter() - started
-    return {**summary([lat for lat, _ in done], total), "ok": sum(ok for _, ok in done)}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {
+        **summary([lat for lat, _ in done], total),
+        "ok": sum(ok for _, ok in done),
+        "cpu_per_scene": round(cpu / len(scenes), 4),
+    }
+
+
+def _warm_cpu(warm: dict[str, Any]) -> float:
+    """All CPU a warm scene cost: the host's plus the containers' (docker) or the jobs'."""
+    cpu = warm["cpu_per_scene"]
+    return float(cpu["host"]) + float(cpu.get("containers", cpu["jobs"]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         "warm": warm,
         "cold": cold,
         "speedup": round(warm["scenes_per_s"] / cold["scenes_per_s"], 2),
+        "cpu_ratio": round(cold["cpu_per_scene"] / max(1e-9, _warm_cpu(warm)), 2),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(record), flush=True)
     return 0 if warm["passed"] == args.scenes and cold["ok"] == args.scenes else 1

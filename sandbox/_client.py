@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import logging
 import time
@@ -184,6 +185,18 @@ class Worker(ABC):
     @abstractmethod
     async def kill(self) -> None:
         """Stop the runner for good (container removed / process killed)."""
+
+    async def loss_cause(self) -> str | None:
+        """Why the runner died, when there is evidence that the *job* caused it; else None.
+
+        Called after the runner was lost mid-job, before :meth:`kill`. A job cannot signal or
+        stop its runner (another uid, no capabilities, private PID namespace): the only way it
+        can take the runner down is memory its cgroup charges to the runner's side (tmpfs
+        pages, shared memory), and that leaves a kernel OOM record. No record means the
+        machine did it (killed from outside, container removed, engine or host trouble).
+        The base class has no evidence to read: None.
+        """
+        return None
 
 
 def _limits_payload(limits: Limits) -> dict[str, Any]:
@@ -418,16 +431,7 @@ class RunnerSandbox(Sandbox):
         try:
             reply = await self._request(request, host_timeout)
         except RunnerLost as exc:
-            # Only the job could have made the runner go away mid-job (it cannot be reached
-            # otherwise), so this is the job's failure: a result, never a pass.
-            self._tainted = str(exc)
-            await self._worker.kill()
-            return ExecResult(
-                returncode=-9,
-                stderr=f"[verifiers.sandbox] runner lost during the job: {exc}\n".encode(),
-                timed_out=exc.timed_out,
-                duration_s=time.monotonic() - started,
-            )
+            return await self._lost(exc, time.monotonic() - started)
         if not reply.get("ok"):
             kind = reply.get("kind")
             if kind in ("bad_path", "not_found", "bad_request"):
@@ -449,6 +453,38 @@ class RunnerSandbox(Sandbox):
             self._tainted = "timeout/oom/leftover processes"
         return result
 
+    async def _lost(self, exc: RunnerLost, duration: float) -> ExecResult:
+        """The runner went away while it ran a job: whose doing was it?
+
+        * no reply past the job's deadline (``timed_out``): the job had its whole budget and
+          did not finish; a timeout, the job's ``fail``, whatever else happened;
+        * dead with the kernel's OOM record for its container (:meth:`Worker.loss_cause`):
+          the job's memory took the runner down; ``oom_killed``, the job's ``fail``;
+        * dead with no such evidence: the machine's (runner killed from outside, container
+          removed, engine gone, host OOM killer): ``InfraError``, never a score, and the
+          engine retries the item on a fresh runner.
+
+        Raises:
+            InfraError: the loss was not the job's doing.
+        """
+        self._tainted = str(exc)
+        cause = None if exc.timed_out else await self._worker.loss_cause()
+        await self._worker.kill()
+        if exc.timed_out or cause is not None:
+            why = f"{cause}: {exc}" if cause else str(exc)
+            return ExecResult(
+                returncode=-9,
+                stderr=f"[verifiers.sandbox] runner lost during the job: {why}\n".encode(),
+                timed_out=exc.timed_out,
+                oom_killed=cause is not None,
+                duration_s=duration,
+            )
+        raise InfraError(
+            f"sandbox runner lost during the job, with no sign the job caused it: {exc}",
+            hint="the runner was killed or its container removed from outside; retried on a "
+            "fresh one (check the host's memory and whoever prunes containers)",
+        )
+
     async def write_files(self, files: dict[str, bytes | str], *, readonly: bool = False) -> None:
         self._check_open()
         batch: dict[str, bytes] = {}
@@ -458,8 +494,24 @@ class RunnerSandbox(Sandbox):
         self._queued.append((batch, readonly))
 
     async def read_file(self, path: str, *, max_bytes: int = 64 << 20) -> bytes:
+        """Raises ``FileNotFoundError`` also when the job's memory took the runner down
+        before the file could be read (its files are gone with it: the job's doing, which
+        a domain scores like any missing output), ``InfraError`` when the machine did."""
         self._check_open()
-        reply = await self._call({"op": "read", "path": path, "max_bytes": max_bytes})
+        try:
+            reply = await self._request(
+                {"op": "read", "path": path, "max_bytes": max_bytes},
+                self._settings.start_timeout_s,
+            )
+        except RunnerLost as exc:
+            self._tainted = str(exc)
+            cause = None if exc.timed_out else await self._worker.loss_cause()
+            await self._worker.kill()
+            if cause is not None:
+                raise FileNotFoundError(
+                    errno.ENOENT, f"sandbox runner lost before the read: {cause}", path
+                ) from None
+            raise InfraError(f"sandbox runner lost: {exc}") from None
         if not reply.get("ok"):
             kind = reply.get("kind")
             if kind == "not_found":
@@ -468,13 +520,6 @@ class RunnerSandbox(Sandbox):
                 raise BadInput(f"cannot read sandbox file {path!r}: {reply.get('error')}")
             raise InfraError(f"sandbox runner failed to read {path!r}: {reply.get('error')}")
         return unb64(reply["data"])
-
-    async def _call(self, message: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return await self._request(message, self._settings.start_timeout_s)
-        except RunnerLost as exc:
-            self._tainted = str(exc)
-            raise InfraError(f"sandbox runner lost: {exc}") from None
 
     async def close(self) -> None:
         if self._closed:

@@ -32,6 +32,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -51,9 +52,8 @@ from ._client import (
 )
 from ._client import pooled_session as _pooled_session
 from ._images import LABEL, get_image, image_tag
-from ._launch import RunnerLaunch, runner_launch
 from ._local import runner_source
-from ._runtimes import BASE_PATH, JOB_ENV
+from ._runtimes import BASE_PATH, JOB_ENV, Runtime, runtime_for
 from ._settings import SandboxSettings
 
 __all__ = [
@@ -71,6 +71,9 @@ NAMESPACE_LABEL = f"{LABEL}.owner-namespace"
 RUNNER_CAPS = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"]
 JOB_UID = 10001
 _ENGINE_THREADS = 4
+_EVIDENCE_S = 3.0
+"""How long to wait for a lost runner's container to report its ``die`` (its ``oom`` event,
+if any, comes with it)."""
 T = TypeVar("T")
 _DOCKER_HINT = "start dockerd (or set DOCKER_HOST), or use --sandbox local"
 
@@ -219,12 +222,16 @@ def prune_containers(client: Any, *, everything: bool = False, owner: str | None
     return removed
 
 
-def _job_path(launch: RunnerLaunch) -> str:
+_DEFAULT_PYTHON = "/usr/bin/python3"
+"""The runner of an image without ``runtime.toml`` (a Dockerfile-only image)."""
+
+
+def _job_path(runtime: Runtime | None) -> str:
     """Jobs' ``PATH``: a runtime with its own interpreter puts its folder first."""
-    default = BASE_PATH
-    if launch.python == RunnerLaunch().python:
-        return default
-    return f"{os.path.dirname(launch.python)}:{default}"
+    python = runtime.interpreter if runtime is not None else _DEFAULT_PYTHON
+    if python == _DEFAULT_PYTHON:
+        return BASE_PATH
+    return f"{os.path.dirname(python)}:{BASE_PATH}"
 
 
 class _AttachChannel(Channel):
@@ -256,14 +263,31 @@ class _AttachChannel(Channel):
 
 
 class _DockerWorker(Worker):
-    def __init__(self, channel: Channel, key: Hashable, provider: DockerProvider, cid: str):
+    def __init__(
+        self, channel: Channel, key: Hashable, provider: DockerProvider, cid: str, since: float
+    ):
         super().__init__(channel, key)
         self.provider = provider
         self.cid = cid
+        self.since = since
+        """Engine time (epoch seconds) just before the container was created."""
 
     @property
     def name(self) -> str:
         return f"container {self.cid[:12]}"
+
+    async def loss_cause(self) -> str | None:
+        """The engine's ``oom`` event for this container: its memory cgroup (the jobs' and
+        the runner's memory together) ran out and the kernel killed the runner. The engine
+        keeps events after an ``auto_remove`` container is gone. No answer, no evidence."""
+        try:
+            return await asyncio.wait_for(
+                self.provider._blocking(self.provider._oom_evidence, self.cid, self.since),
+                _EVIDENCE_S + 5,
+            )
+        except Exception as exc:  # engine gone or slow: no evidence that the job did it
+            log.debug("no loss evidence for %s: %s", self.name, exc)
+            return None
 
     async def kill(self) -> None:
         self.broken = self.broken or "killed"
@@ -308,8 +332,8 @@ class DockerProvider(SandboxProvider):
         self._docker = _import_docker()
         self.owner = owner_label()
         self._tags: dict[str, str] = {}
-        self._launch: dict[str, RunnerLaunch] = {}
-        """Built tag -> how its runner starts (the runtime's ``runtime.toml``)."""
+        self._runtimes: dict[str, tuple[Runtime | None, str]] = {}
+        """Built tag -> its runtime (how its runner starts) and the runtime's preload source."""
         self._pool = WorkerPool(self._start, self.settings)
         self._containers: set[str] = set()
         self._closed = False
@@ -336,7 +360,8 @@ class DockerProvider(SandboxProvider):
             return tag
         definition = get_image(image, self.settings)
         tag = image_tag(definition, self.settings)
-        self._launch[tag] = runner_launch(definition)
+        runtime = runtime_for(definition.path)
+        self._runtimes[tag] = (runtime, runtime.preload_source() if runtime is not None else "")
         try:
             self._client.images.get(tag)
         except self._docker.errors.ImageNotFound:
@@ -363,8 +388,8 @@ class DockerProvider(SandboxProvider):
         """Create and start one container; with ``socket_dir`` the runner connects to a unix
         socket there, else its stdin/stdout are attached (returned socket)."""
         api = self._client.api
-        launch = self._launch.get(tag, RunnerLaunch())
-        overhead = self.settings.runner_overhead_mb + launch.overhead_mb
+        runtime, preload = self._runtimes.get(tag, (None, ""))
+        overhead = self.settings.runner_overhead_mb + (runtime.overhead_mb if runtime else 0)
         memory = f"{limits.memory_mb + overhead}m"
         host_config = api.create_host_config(
             network_mode="none",
@@ -400,17 +425,24 @@ class DockerProvider(SandboxProvider):
             "mqueue": "/dev/mqueue",
             "python_fastpath": self.settings.python_fastpath,
             # The runtime's interpreter first, as on the local backend: `python` is its python.
-            "path": _job_path(launch),
-            "env": {**JOB_ENV, **dict(launch.env)},  # the same job env as the local backend
+            "path": _job_path(runtime),
+            # the same job env as the local backend
+            "env": {**JOB_ENV, **(dict(runtime.env) if runtime else {})},
         }
         if socket_dir:
             config["connect"] = "/run/verifiers/runner.sock"
-        if launch.preload:
-            config["preload"] = launch.preload
+        if preload:
+            config["preload"] = preload
             config["preload_timeout"] = self.settings.start_timeout_s
         container = api.create_container(
             image=tag,
-            command=[launch.python, "-I", "-c", runner_source(), json.dumps(config)],
+            command=[
+                runtime.interpreter if runtime else _DEFAULT_PYTHON,
+                "-I",
+                "-c",
+                runner_source(),
+                json.dumps(config),
+            ],
             user="0:0",
             stdin_open=socket_dir is None,
             tty=False,
@@ -454,6 +486,7 @@ class DockerProvider(SandboxProvider):
         limits = self.settings.limits.model_copy(update={"memory_mb": memory_mb, "pids": pids})
         listener: socket.socket | None = None
         socket_dir: str | None = None
+        since = time.time() - 300  # events are filtered by container id; margin for clock skew
         if self._use_socket():
             socket_dir = tempfile.mkdtemp(prefix="verifiers-sandbox-")  # 0700, root only
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -494,7 +527,7 @@ class DockerProvider(SandboxProvider):
             if listener is not None
             else _AttachChannel(reader, writer)
         )
-        worker = _DockerWorker(channel, key, self, cid)
+        worker = _DockerWorker(channel, key, self, cid, since)
         try:
             await worker.handshake(self.settings.start_timeout_s)
         except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
@@ -504,6 +537,31 @@ class DockerProvider(SandboxProvider):
                 hint="run `verifiers sandbox check`",
             ) from None
         return worker
+
+    def _oom_evidence(self, cid: str, since: float) -> str | None:
+        """Whether the engine recorded an OOM kill in container ``cid`` (see
+        ``_DockerWorker.loss_cause``). The ``oom`` event may trail the broken connection:
+        this waits up to ``_EVIDENCE_S`` for the container's end (``die``/``destroy``) and
+        looks once more shortly after it. Containers are recycled after any OOM, so one in
+        this container's history belongs to the current session."""
+        deadline = time.time() + _EVIDENCE_S
+        ended_at: float | None = None
+        while True:
+            now = time.time()
+            stream = self._client.api.events(
+                since=since, until=now, filters={"container": cid}, decode=True
+            )
+            try:
+                actions = {str(e.get("Action") or e.get("status") or "") for e in stream}
+            finally:
+                stream.close()
+            if "oom" in actions:
+                return "its container ran out of memory (the job's memory took the runner down)"
+            if ended_at is None and actions & {"die", "destroy"}:
+                ended_at = now
+            if now >= deadline or (ended_at is not None and now - ended_at >= 0.3):
+                return None
+            time.sleep(0.1)
 
     def _remove(self, cid: str) -> None:
         try:

@@ -44,8 +44,8 @@ from ._cgroups import RunnerCgroup, make_runner_cgroup
 from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
 from ._client import pooled_session as _pooled_session
 from ._images import find_images, get_image
-from ._launch import RunnerLaunch, runner_launch
-from ._runtimes import Runtime, load_runtime, ready_rootfs
+from ._prune import hold_rootfs
+from ._runtimes import Runtime, load_runtime, ready_rootfs, runtime_for
 from ._settings import SandboxSettings
 
 __all__ = ["LocalProvider", "detect_isolation", "runner_source"]
@@ -282,6 +282,8 @@ class LocalProvider(SandboxProvider):
         self._pool = WorkerPool(self._start, self.settings)
         self._next_slot = 0
         self._roots: dict[str, tuple[Runtime, Path]] = {}
+        self._holds: list[int] = []
+        """Shared flocks on the root filesystems in use (see ``_prune``)."""
         self._cgroups: dict[int, RunnerCgroup] = {}
         self._last_uid = 0
 
@@ -322,6 +324,8 @@ class LocalProvider(SandboxProvider):
                 retryable=False,
             )
         root = ready_rootfs(runtime, self.settings)
+        # Held until close(): `verifiers sandbox prune` never removes a root in use.
+        self._holds.append(hold_rootfs(root, lambda: ready_rootfs(runtime, self.settings)))
         self._roots[image] = (runtime, root)
         return runtime, root
 
@@ -331,13 +335,9 @@ class LocalProvider(SandboxProvider):
         if found is not None:
             return self._runtime_command(*found)
         # The local_python escape hatch: host directories and a host interpreter.
-        launch = _launch_for(key, self.settings)
+        preload = _preload_for(image, self.settings)
         settings = self.settings
         runner_python = _system_python()
-        local = launch.local_interpreter()
-        if local is not None:  # the runtime has its own interpreter: runner and jobs use it
-            settings = settings.model_copy(update={"local_python": local})
-            runner_python = str(local)
         bin_dir, _ = _env_prefix(settings)
         uid = self._job_uid()
         self._last_uid = uid
@@ -366,8 +366,8 @@ class LocalProvider(SandboxProvider):
         if self.isolation == "unshare" and os.geteuid() != 0:
             config["job_uid"] = 0  # only uid 0 is mapped in the user namespace
             config["job_gid"] = 0
-        if launch.preload:
-            config["preload"] = launch.preload
+        if preload:
+            config["preload"] = preload
             config["preload_timeout"] = self.settings.start_timeout_s
         binds = self._job_isolation(config, uid)
         runner = [runner_python, "-I", "-c", runner_source(), json.dumps(config)]
@@ -391,9 +391,9 @@ class LocalProvider(SandboxProvider):
             "path": runtime.path_env,
             "env": runtime.job_env(),
         }
-        launch = runner_launch(get_image(runtime.name, self.settings))
-        if launch.preload:  # a warm zygote that ran the runtime's preload (blender: bpy)
-            config["preload"] = launch.preload
+        preload = runtime.preload_source()
+        if preload:  # a warm zygote that ran the runtime's preload (blender: bpy)
+            config["preload"] = preload
             config["preload_timeout"] = self.settings.start_timeout_s
         binds = self._job_isolation(config, uid)  # the same per-job isolation as below
         runner = [runtime.interpreter, "-I", "-c", runner_source(), json.dumps(config)]
@@ -476,17 +476,24 @@ class LocalProvider(SandboxProvider):
         await self._pool.close()
         if self.isolation != "bwrap":
             shutil.rmtree(_host_work_root(), ignore_errors=True)
+        holds, self._holds = self._holds, []
+        self._roots.clear()
+        for fd in holds:
+            os.close(fd)
 
 
-def _launch_for(key: Hashable, settings: SandboxSettings) -> RunnerLaunch:
-    """The runtime's launch settings for a pool key ``(image, memory, pids)``.
+def _preload_for(image: str, settings: SandboxSettings) -> str:
+    """The preload source of ``image``'s runtime ('' without one).
 
     Runtimes without a ``runtime.toml`` (and names with no image folder, which the local
     backend has always accepted) start the default runner.
+
+    Raises:
+        SandboxUnavailable: the runtime's definition is malformed.
     """
-    image = key[0] if isinstance(key, tuple) and key else "python"
-    definition = find_images(settings).get(str(image))
-    return runner_launch(definition) if definition is not None else RunnerLaunch()
+    definition = find_images(settings).get(image)
+    runtime = runtime_for(definition.path) if definition is not None else None
+    return runtime.preload_source() if runtime is not None else ""
 
 
 def _host_work_root() -> str:

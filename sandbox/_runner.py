@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -54,6 +55,7 @@ import stat
 import struct
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -733,18 +735,12 @@ class Runner:
             for events in ("memory.events", "memory.oom_control"):
                 count = _cg_counter(os.path.join(path, events), "oom_kill")
                 oom = oom or count > 0
-            for _ in range(200):
-                members = _cg_members(path)
-                if not members:
-                    break
-                if not _cg_write(path, "cgroup.kill", "1", optional=True):
-                    for pid in members:
-                        try:
-                            os.kill(pid, signal.SIGKILL)
-                        except OSError:
-                            pass
-                self._reap_children()
-                time.sleep(0.005)
+            self._kill_until_gone(
+                functools.partial(_cg_members, path),
+                rounds=200,
+                pause=0.005,
+                kill_all=functools.partial(_cg_write, path, "cgroup.kill", "1", optional=True),
+            )
             try:
                 os.rmdir(path)
             except FileNotFoundError:
@@ -1015,6 +1011,13 @@ class Runner:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 if preload:
                     problem = _run_preload(preload)
+                    # What the preload printed stays the zygote's: unflushed, every job (a
+                    # fork) would inherit the buffer and write it into its own stdout.
+                    for stream in (sys.stdout, sys.stderr):
+                        try:
+                            stream.flush()
+                        except (OSError, ValueError):
+                            pass
                     self.preload_vm = _vm_size()
                     answer = b"R%d" % self.preload_vm
                     theirs.sendall(answer if problem is None else b"E" + problem.encode()[:4000])
@@ -1287,24 +1290,41 @@ class Runner:
         if not (self.is_root and self.job_uid != 0) and not self.private_pids:
             self._reap_children()
             return 0
-        survivors = self._job_pids()
-        if not survivors:
-            self._reap_children()
-            return 0
-        for _ in range(50):
-            for pid in survivors:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            self._reap_children()
-            time.sleep(0.002)
-            survivors = [pid for pid in self._job_pids() if not _is_zombie(pid)]
-            if not survivors:
-                break
-        self._reap_children()
         # Killed zombies only wait for their reaper (init); they hold nothing.
+        survivors = self._kill_until_gone(
+            lambda: [pid for pid in self._job_pids() if not _is_zombie(pid)],
+            rounds=50,
+            pause=0.002,
+        )
         return len(survivors)
+
+    def _kill_until_gone(
+        self,
+        members: Callable[[], list[int]],
+        *,
+        rounds: int,
+        pause: float,
+        kill_all: Callable[[], bool] | None = None,
+    ) -> list[int]:
+        """SIGKILL every pid ``members()`` lists (or ``kill_all()`` them at once, when it
+        returns True), reap, and look again, until none is left or ``rounds`` have passed;
+        returns the survivors. A job's processes can fork while they are being killed, so
+        one pass is never enough: the job cgroup's teardown and the sweep both loop here."""
+        left = members()
+        for _ in range(rounds):
+            if not left:
+                break
+            if kill_all is None or not kill_all():
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            self._reap_children()
+            time.sleep(pause)
+            left = members()
+        self._reap_children()
+        return left
 
     @staticmethod
     def _reap_children() -> None:
@@ -1572,10 +1592,29 @@ def _run_preload(source: str) -> str | None:
     Blender's task pools recover in the child) and nothing a job could use to reach the
     runner: jobs still get their own session, rlimits, uid and fds as without a preload.
     """
+    import atexit
+
+    teardown: list[Any] = []
+    register = atexit.register
+
+    def record(function: Any, *args: Any, **kwargs: Any) -> Any:
+        teardown.append(function)
+        return register(function, *args, **kwargs)
+
+    atexit.register = record  # type: ignore[assignment]
     try:
         exec(compile(source, "<runtime preload>", "exec"), {"__name__": "__verifiers_preload__"})  # noqa: S102
     except (Exception, SystemExit) as exc:  # reported to the host as a broken runtime
         return f"{type(exc).__name__}: {exc}"
+    finally:
+        atexit.register = register  # type: ignore[assignment]
+    # Exit handlers the preload's imports registered are the runtime's teardown, not a job's
+    # (bpy: ``addon_utils.disable_all`` and ``cycles.engine_exit``): every job is a fork that
+    # ends in ``os._exit``, so freeing Blender's add-ons and Cycles first only costs time
+    # (~17 ms of CPU and ~50 ms of wall per job, two jobs per render scene). Handlers a job
+    # registers itself still run at its exit, as in a fresh interpreter.
+    for function in teardown:
+        atexit.unregister(function)
     return None
 
 

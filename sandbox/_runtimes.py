@@ -73,6 +73,7 @@ __all__ = [
     "check_rootfs",
     "load_runtime",
     "rootfs_path",
+    "runtime_for",
     "runtime_hash",
 ]
 
@@ -139,6 +140,24 @@ class Runtime:
     def interpreter(self) -> str:
         """The runner's (and jobs' ``python``) interpreter: the venv's when there is one."""
         return f"{self.venv}/bin/python" if self.venv else self.python
+
+    def preload_source(self) -> str:
+        """The source of ``preload`` ('' without one): both backends send it in the runner's
+        config and its zygote runs it once before any job (see ``_runner._run_preload``).
+
+        Raises:
+            SandboxUnavailable: the file cannot be read (a broken runtime, never a job's).
+        """
+        if not self.preload:
+            return ""
+        try:
+            return (self.folder / self.preload).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SandboxUnavailable(
+                f"runtime {self.name!r}: cannot read its preload {self.preload!r}: {exc}",
+                hint=f"fix {self.folder / DEFINITION} (see docs/sandbox.md)",
+                retryable=False,
+            ) from None
 
     @property
     def path_env(self) -> str:
@@ -247,6 +266,24 @@ def load_runtime(folder: Path) -> Runtime | None:
         description=str(table.get("description", "")),
         env=dict(env),
     )
+
+
+def runtime_for(folder: Path) -> Runtime | None:
+    """How the runner of the image folder ``folder`` starts on either backend: its runtime
+    (interpreter, preload, ``overhead_mb``, env), or None for a Dockerfile-only image (the
+    default runner: ``/usr/bin/python3``, no preload).
+
+    Raises:
+        SandboxUnavailable: the definition is malformed (a broken runtime, never a job's).
+    """
+    try:
+        return load_runtime(folder)
+    except InfraError as exc:
+        raise SandboxUnavailable(
+            f"runtime definition of {folder.name!r} is invalid: {exc}",
+            hint=f"fix {folder / DEFINITION} (see docs/sandbox.md)",
+            retryable=False,
+        ) from None
 
 
 # -- where -------------------------------------------------------------------------------------

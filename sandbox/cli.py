@@ -264,12 +264,42 @@ def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
 
 
 def _prune(args: argparse.Namespace, settings: SandboxSettings) -> int:
-    from ._docker import connect, prune_containers
+    from ._prune import prune_images, prune_rootfs
 
-    client = connect(settings, timeout=60)
-    removed = prune_containers(client, everything=args.all)
-    _say(f"removed {removed} sandbox container(s)")
+    verb = "would remove" if args.dry_run else "removed"
+    client = None
+    if not args.runtimes_only and _engine_answers(settings):
+        from ._docker import connect, prune_containers
+
+        client = connect(settings, timeout=60)
+        if not args.dry_run:
+            _say(f"removed {prune_containers(client, everything=args.all)} sandbox container(s)")
+    if args.containers_only:
+        return 0
+    reports = [("root filesystem", prune_rootfs(settings, dry_run=args.dry_run))]
+    if client is not None:
+        reports.append(("image", prune_images(client, settings, dry_run=args.dry_run)))
+        client.close()
+    for what, report in reports:
+        for name in report.removed:
+            _say(f"{verb} stale {what} {name}")
+        for name in report.in_use:
+            _say(f"kept stale {what} {name}: in use")
+        for name in report.unknown:
+            _say(f"kept {what} {name}: not a runtime this checkout defines")
+        _say(f"{verb} {len(report.removed)} stale {what}(s)")
     return 0
+
+
+def _engine_answers(settings: SandboxSettings) -> bool:
+    """Whether a Docker engine answers (prune works on the root filesystems without one)."""
+    from ._docker import connect
+
+    try:
+        connect(settings, timeout=10).close()
+    except Exception:
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,8 +310,16 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("names", nargs="*", help="image names (default: all)")
     build.add_argument("--force", action="store_true", help="rebuild even when up to date")
     verbs.add_parser("check", help="show the engine, images and isolation features")
-    prune = verbs.add_parser("prune", help="remove containers whose owner process is dead")
+    prune = verbs.add_parser(
+        "prune",
+        help="remove containers whose owner process is dead, and root filesystems and images "
+        "of runtimes whose definition changed (never one in use)",
+    )
     prune.add_argument("--all", action="store_true", help="remove every sandbox container")
+    prune.add_argument("--dry-run", action="store_true", help="list what would be removed")
+    only = prune.add_mutually_exclusive_group()
+    only.add_argument("--containers-only", action="store_true", help="only containers")
+    only.add_argument("--runtimes-only", action="store_true", help="only runtimes")
     args = parser.parse_args(argv)
     settings = SandboxSettings()
     try:

@@ -23,11 +23,12 @@ PY = _system_python()
 
 
 class RunnerProcess:
-    def __init__(self, tmp: str) -> None:
+    def __init__(self, tmp: str, **extra: Any) -> None:
         config = {
             "root": tmp,
             "job_uid": 65000 + os.getpid() % 500,
             "job_gid": 65000 + os.getpid() % 500,
+            **extra,
         }
         self.proc = subprocess.Popen(
             [PY, "-I", "-c", runner_source(), json.dumps(config)],
@@ -166,6 +167,30 @@ def test_python_fast_path_keeps_python3_semantics(runner: RunnerProcess) -> None
     runner.call(op="write", files={"prog.py": b64(b"import sys\nprint(sys.argv[1:], __file__)")})
     reply = _exec(runner, [PY, "prog.py", "arg"])
     assert reply["fast"] and unb64(reply["stdout"]).startswith(b"['arg'] ")
+
+
+def test_preload_teardown_does_not_run_in_jobs() -> None:
+    """Exit handlers the runtime's preload registered (bpy: Cycles and add-on teardown, ~50 ms
+    per job) are the zygote's, not a job's: a job exits without them and still runs its own.
+    What the preload printed is not in any job's output either."""
+    root = tempfile.mkdtemp(prefix="verifiers-runner-test-")
+    os.chmod(root, 0o755)
+    preload = (
+        "import atexit, sys\natexit.register(lambda: print('runtime teardown'))\n"
+        "print('preload chatter')\nsys.stderr.write('preload warning')\n"  # buffered, unflushed
+    )
+    runner = RunnerProcess(os.path.join(root, "work"), preload=preload)
+    try:
+        assert runner.hello["fast_python"] is True and not runner.hello["preload_error"]
+        runner.call(op="begin")
+        code = "import atexit\natexit.register(lambda: print('job teardown'))\nprint('ran')\n"
+        reply = _exec(runner, [PY, "-c", code])
+        assert reply["fast"] is True
+        assert unb64(reply["stdout"]) == b"ran\njob teardown\n"
+        assert unb64(reply["stderr"]) == b""
+    finally:
+        runner.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_python_fast_path_is_skipped_when_semantics_would_differ(runner: RunnerProcess) -> None:
