@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from verifiers.context import VerifierContext
-from verifiers.errors import BadInput, InfraError
+from verifiers.errors import BadInput, InfraError, InvalidOutput
 from verifiers.protocol import Verifier
 from verifiers.registry import register
 from verifiers.text import _fenced_blocks, completion_text, last_code_block
@@ -141,6 +141,16 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 timeout=exec_timeout,
             )
         ready, records, done = _parse(res.stdout, nonce)
+        if ready is None and res.oom_killed:
+            # The judge prints its ready line before any candidate code runs, so a missing one
+            # normally means the judge never started (the machine's failure). But when the
+            # candidate's memory (tmpfs files, shared memory) took the whole runner down, the
+            # runner's output is lost with it and the sandbox reports ``oom_killed``: that loss
+            # is the candidate's doing (see docs/sandbox.md "Runner lost mid-job").
+            raise InvalidOutput(
+                f"the program ran out of memory (memory_mb={spec.memory_mb}) and took its "
+                "sandbox down; no test result survived"
+            )
         if ready is None:
             stderr = res.text("stderr")[-500:]
             raise InfraError(

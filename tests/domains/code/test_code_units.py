@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+from typing import Any
 
 import pytest
 import verifiers.domains.code as code_domain
@@ -231,3 +233,54 @@ def test_spec_defaults_and_rejections() -> None:
         CodeTestsSpec.model_validate(
             {"tests": {"kind": "call", "entry_point": "f", "cases": [{}]}, "timeout_s": 0}
         )
+
+
+def _lost_runner(returncode: int, *, oom_killed: bool, timed_out: bool = False) -> Any:
+    from verifiers.sandbox import ExecResult, FakeProvider
+
+    return FakeProvider(
+        lambda call: ExecResult(
+            returncode=returncode, oom_killed=oom_killed, timed_out=timed_out, stderr=b"lost"
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("oom_killed", "status"),
+    [(True, "fail"), (False, "error")],
+    ids=["job-memory-took-the-runner-down", "judge-never-started"],
+)
+def test_no_judge_output_is_the_models_only_when_its_memory_killed_the_runner(
+    oom_killed: bool, status: str
+) -> None:
+    """No ready line at all: the judge never started (the machine's failure, an abstain), unless
+    the sandbox says the job's memory took the runner down with its output (the model's fail)."""
+    from verifiers.engine import Engine, EngineSettings
+
+    item = {
+        "id": "x",
+        "completion": "```python\ndef f():\n    return 1\n```",
+        "task": {
+            "verifier": "code.tests",
+            "spec": {
+                "tests": {
+                    "kind": "assert",
+                    "code": "def check(c):\n    assert c() == 1\n",
+                    "entry_point": "f",
+                }
+            },
+        },
+    }
+    provider = _lost_runner(-9, oom_killed=oom_killed)
+
+    async def main() -> Any:
+        async with Engine(EngineSettings(retries=0), sandboxes=provider) as engine:
+            return await engine.score_one(item)
+
+    result = asyncio.run(main())
+    assert result.status == status, result
+    if status == "fail":
+        assert result.reward == 0.0 and "ran out of memory" in (result.feedback or "")
+    else:
+        assert result.reward is None and result.error is not None
+        assert result.error.kind == "infra"
