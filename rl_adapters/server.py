@@ -37,7 +37,6 @@ import argparse
 import functools
 import json
 import logging
-import math
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
@@ -54,7 +53,13 @@ from verifiers.types import Result
 from ._extra import parse_components
 from ._machine_limit import MachineSlots
 from ._scorer import resolve_machine_slots, score_with_slots
-from .openrlhf import DEFAULT_EOS_TOKENS, OpenRLHFRequest, OpenRLHFResponse, OpenRLHFScoring
+from .openrlhf import (
+    DEFAULT_EOS_TOKENS,
+    SERVER_FLAGS,
+    OpenRLHFRequest,
+    OpenRLHFResponse,
+    OpenRLHFScoring,
+)
 
 __all__ = [
     "BodyLimit",
@@ -91,8 +96,9 @@ class ServerSettings(BaseModel):
     """Default verifier for OpenRLHF labels that are plain references."""
     spec: dict[str, Any] | None = None
     """Its settings."""
-    invalid_score: float = math.nan
-    """OpenRLHF value for an unjudged sample with no group to take a mean from."""
+    invalid_score: float | None = None
+    """OpenRLHF value for an unjudged sample with no group to take a mean from (finite; unset:
+    ``/get_reward`` needs ``group_size``)."""
     components: list[str] = Field(default_factory=list)
     """Component names in OpenRLHF ``extra_logs`` (a fixed key set for every rollout)."""
     group_size: int | None = Field(default=None, ge=1)
@@ -336,6 +342,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         group_size=cfg.group_size,
         group_wait_s=cfg.group_wait_s,
     )
+    openrlhf_problem = scoring.problem(SERVER_FLAGS)
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -345,6 +352,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         )
         state["slots"] = slots
         slots_total.set(slots.slots if slots is not None else 0)
+        if openrlhf_problem is not None:
+            log.warning("/get_reward will answer 400 (only /v1/score works): %s", openrlhf_problem)
         try:
             yield
         finally:
@@ -404,8 +413,16 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         return ScoreResponse(results=await run(body.trajectories))
 
     async def openrlhf(body: OpenRLHFRequest) -> Any:
+        if openrlhf_problem is not None:
+            # A configuration that could only answer NaN for an unjudged rollout: refuse
+            # (OpenRLHF's client retries, then stops the run with an error) rather than void
+            # the trainer's iterations.
+            log.error("refusing /get_reward: %s", openrlhf_problem)
+            raise HTTPException(
+                status_code=400, detail=f"server not set up for OpenRLHF: {openrlhf_problem}"
+            )
         try:
-            items = scoring.items(body)
+            items = scoring.items(body, SERVER_FLAGS)
         except ValueError as exc:
             raise HTTPException(status_code=400, detail=str(exc)) from None
         response = await scoring.score(body, await run(items))
@@ -420,9 +437,10 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             summary="OpenRLHF remote reward protocol",
             description=(
                 "OpenRLHF's `--remote_rm_url` protocol. `labels` are references for the "
-                "server's default verifier, or tasks (dict or JSON string). Unjudgeable "
-                "samples get the server's `invalid_score` (NaN unless set, written as the "
-                "`NaN` token) and `extra_logs.verifiers_valid = 0`."
+                "server's default verifier, or tasks (dict or JSON string). An unjudged "
+                "sample gets its prompt group's judged mean (`--group-size`), else the "
+                "server's finite `--invalid-score`, and `extra_logs.verifiers_valid = 0`. "
+                "A server with neither, or a plain label without `--verifier`, answers 400."
             ),
             include_in_schema=path == "/get_reward",
         )
@@ -544,8 +562,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--invalid-score",
         type=float,
-        default=math.nan,
-        help="OpenRLHF reward for unjudgeable samples (default NaN)",
+        help="OpenRLHF reward for unjudged samples without a group (finite; default: unset, "
+        "so /get_reward needs --group-size)",
     )
     p.add_argument(
         "--components",
@@ -618,7 +636,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"verifiers serve: invalid setting: {exc}", file=sys.stderr)
         return 2
     if args.write_openapi:
-        write_openapi(Path(args.write_openapi), settings)
+        try:
+            write_openapi(Path(args.write_openapi), settings)
+        except ValueError as exc:
+            print(f"verifiers serve: invalid setting: {exc}", file=sys.stderr)
+            return 2
         return 0
     try:
         import uvicorn
@@ -630,6 +652,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MissingDependency as exc:
         print(f"verifiers serve: {exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:
+        print(f"verifiers serve: invalid setting: {exc}", file=sys.stderr)
+        return 2
     config = uvicorn.Config(
         app,
         host=args.host,
