@@ -10,7 +10,8 @@ Endpoints:
 - ``GET /healthz``: 200 ``{"status": "ok"}``; 503 ``draining`` once shutdown began.
 - ``GET /metrics``: Prometheus text: requests by endpoint and code, results by status and
   verifier, request and per-item latency histograms, items in flight, machine slots held,
-  warm sandbox workers by state (busy, idle, starting).
+  warm sandbox workers by state (busy, idle, starting) and per runtime, runners recycled by
+  runtime and reason (``verifiers_sandbox_recycled_total{runtime,reason}``).
 
 Limits: bodies over ``--max-body-mb`` get 413 (checked on ``Content-Length`` and while
 reading a chunked body), batches over ``--max-items`` get 413, malformed JSON or a body that
@@ -79,6 +80,51 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+_TIME_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+_RESOURCE_LABELS = ["verifier", "runtime"]
+_HISTOGRAMS: tuple[tuple[str, str, list[str], tuple[float, ...]], ...] = (
+    (
+        "verifiers_request_seconds",
+        "Request latency",
+        ["endpoint"],
+        (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+    ),
+    (
+        "verifiers_item_seconds",
+        "Per-item verification time",
+        ["verifier"],
+        (0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120),
+    ),
+    (
+        "verifiers_sandbox_wall_seconds",
+        "Sandbox wall time per item",
+        _RESOURCE_LABELS,
+        _TIME_BUCKETS,
+    ),
+    (
+        "verifiers_sandbox_cpu_seconds",
+        "Sandbox CPU seconds per item",
+        _RESOURCE_LABELS,
+        _TIME_BUCKETS,
+    ),
+    (
+        "verifiers_sandbox_peak_memory_mb",
+        "Peak memory of an item's largest sandbox job, MiB",
+        _RESOURCE_LABELS,
+        (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
+    ),
+)
+"""Every histogram of ``/metrics``: name, help, labels, buckets."""
+_RESOURCE_OBSERVATIONS: tuple[tuple[str, str], ...] = (
+    ("verifiers_sandbox_wall_seconds", "wall_s"),
+    ("verifiers_sandbox_cpu_seconds", "cpu_s"),
+    ("verifiers_sandbox_peak_memory_mb", "peak_memory_mb"),
+)
+"""Per-item sandbox resources (``details["resources"]``, stamped by the engine for every item
+that ran sandbox jobs): histogram and key in the resources dict. What operators watch for
+loops and leaks."""
 
 
 class ServerSettings(BaseModel):
@@ -253,56 +299,32 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         ["status", "verifier"],
         registry=registry,
     )
-    request_seconds = Histogram(
-        "verifiers_request_seconds",
-        "Request latency",
-        ["endpoint"],
-        registry=registry,
-        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
-    )
-    item_seconds = Histogram(
-        "verifiers_item_seconds",
-        "Per-item verification time",
-        ["verifier"],
-        registry=registry,
-        buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120),
-    )
+    histograms = {
+        name: Histogram(name, doc, labels, registry=registry, buckets=buckets)
+        for name, doc, labels, buckets in _HISTOGRAMS
+    }
+    request_seconds = histograms["verifiers_request_seconds"]
+    item_seconds = histograms["verifiers_item_seconds"]
+    resource_histograms = [(histograms[name], key) for name, key in _RESOURCE_OBSERVATIONS]
     errors_total = Counter(
         "verifiers_errors",
         "Unjudged results by error kind and verifier",
         ["kind", "verifier"],
         registry=registry,
     )
-    # Per-item sandbox resources (details["resources"], stamped by the engine for every item
-    # that ran sandbox jobs): what operators watch for loops and leaks.
-    job_labels = ["verifier", "runtime"]
-    job_wall = Histogram(
-        "verifiers_sandbox_wall_seconds",
-        "Sandbox wall time per item",
-        job_labels,
-        registry=registry,
-        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
-    )
-    job_cpu = Histogram(
-        "verifiers_sandbox_cpu_seconds",
-        "Sandbox CPU seconds per item",
-        job_labels,
-        registry=registry,
-        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
-    )
-    job_memory = Histogram(
-        "verifiers_sandbox_peak_memory_mb",
-        "Peak memory of an item's largest sandbox job, MiB",
-        job_labels,
-        registry=registry,
-        buckets=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
-    )
     limit_hits = Counter(
         "verifiers_sandbox_limit_hits",
         "Items whose sandbox jobs hit a limit",
-        [*job_labels, "limit"],
+        ["verifier", "runtime", "limit"],
         registry=registry,
     )
+    recycled_total = Counter(
+        "verifiers_sandbox_recycled",
+        "Sandbox runners recycled, by runtime and reason (used_up, tainted, broken)",
+        ["runtime", "reason"],
+        registry=registry,
+    )
+    recycled_seen: dict[tuple[str, str], int] = {}
     in_flight = Gauge("verifiers_items_in_flight", "Items being scored", registry=registry)
     slots_held = Gauge(
         "verifiers_machine_slots_held",
@@ -400,9 +422,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             used = r.details.get("resources") if isinstance(r.details, dict) else None
             if isinstance(used, dict) and not r.cached:
                 runtime = "+".join(map(str, used.get("runtimes") or [])) or "none"
-                job_wall.labels(label, runtime).observe(float(used.get("wall_s") or 0.0))
-                job_cpu.labels(label, runtime).observe(float(used.get("cpu_s") or 0.0))
-                job_memory.labels(label, runtime).observe(float(used.get("peak_memory_mb") or 0))
+                for histogram, key in resource_histograms:
+                    histogram.labels(label, runtime).observe(float(used.get(key) or 0))
                 for limit in used.get("limit_hit") or []:
                     limit_hits.labels(label, runtime, str(limit)).inc()
         return results
@@ -464,6 +485,12 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                     totals[key] += value
         for key in ("busy", "idle", "starting"):
             sandbox_workers.labels(key).set(totals[key])
+        # The pool's tally is monotonic: export what grew since the last scrape.
+        for labels, count in sandbox_recycled(state["engine"]).items():
+            grown = count - recycled_seen.get(labels, 0)
+            if grown > 0:
+                recycled_total.labels(*labels).inc(grown)
+                recycled_seen[labels] = count
         return PlainTextResponse(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
@@ -512,12 +539,11 @@ def sandbox_occupancy_by_runtime(engine: Engine | None) -> dict[str, dict[str, i
     label values are the runtimes the engine started, a set fixed by the image definitions.
     """
     out: dict[str, dict[str, int]] = {}
-    provider = getattr(getattr(engine, "_sandboxes", None), "_provider", None)
-    slots = getattr(getattr(provider, "_pool", None), "_slots", None)
+    slots = getattr(_pool_of(engine), "_slots", None)
     if not isinstance(slots, dict):
         return out
     for key, slot in slots.items():
-        runtime = str(key[0] if isinstance(key, tuple) and key else key)
+        runtime = _runtime_of(key)
         counts = out.setdefault(runtime, {"busy": 0, "idle": 0, "starting": 0, "waiting": 0})
         counts["busy"] += len(getattr(slot, "busy", ()))
         counts["idle"] += len(getattr(slot, "idle", ()))
@@ -526,6 +552,31 @@ def sandbox_occupancy_by_runtime(engine: Engine | None) -> dict[str, dict[str, i
         )
         waiters = getattr(getattr(slot, "semaphore", None), "_waiters", None)
         counts["waiting"] += len(waiters) if waiters else 0
+    return out
+
+
+def _pool_of(engine: Engine | None) -> Any:
+    provider = getattr(getattr(engine, "_sandboxes", None), "_provider", None)
+    return getattr(provider, "_pool", None)
+
+
+def _runtime_of(key: Any) -> str:
+    """A pool key's runtime (its image): a set fixed by the image definitions."""
+    return str(key[0] if isinstance(key, tuple) and key else key)
+
+
+def sandbox_recycled(engine: Engine | None) -> dict[tuple[str, str], int]:
+    """Runners recycled so far by ``(runtime, reason)`` (the pool's ``recycled`` tally).
+
+    Best effort, like :func:`sandbox_occupancy_by_runtime`: no pool yet, no counts.
+    """
+    out: dict[tuple[str, str], int] = {}
+    tally = getattr(_pool_of(engine), "recycled", None)
+    if not isinstance(tally, dict):
+        return out
+    for (key, reason), count in list(tally.items()):
+        labels = (_runtime_of(key), str(reason))
+        out[labels] = out.get(labels, 0) + int(count)
     return out
 
 
