@@ -214,10 +214,12 @@ class RayScorer:
         limit_name: Name of that actor in namespace ``verifiers``; scorers with the same name
             share one budget.
         placement: Ray ``scheduling_strategy`` of the actors (``"SPREAD"`` or ``"DEFAULT"``).
+        start_timeout_s: Longest wait for the actors to be placed and started.
 
     Raises:
         MissingDependency: Ray is not installed (``pip install 'verifiers[ray]'``).
         ValueError: an argument out of range.
+        RuntimeError: the actors could not be placed within ``start_timeout_s``.
     """
 
     def __init__(
@@ -234,6 +236,7 @@ class RayScorer:
         cluster_concurrency: int | None = None,
         limit_name: str = "verifiers-cluster-limit",
         placement: str = "SPREAD",
+        start_timeout_s: float = 120.0,
     ) -> None:
         problems = []
         if num_actors is not None and num_actors < 1:
@@ -257,9 +260,10 @@ class RayScorer:
         self.max_attempts = max_attempts
         self.call_timeout_s = call_timeout_s
         self.stats = RayStats()
+        self._owns_ray = False
         if not ray.is_initialized():
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            self._owns_ray = True
         if num_actors is None:
             num_actors = max(1, sum(1 for n in ray.nodes() if n.get("Alive")))
         self.limit_name: str | None = None
@@ -283,7 +287,17 @@ class RayScorer:
             ).remote(payload, base, self.limit_name, NAMESPACE)
             for _ in range(num_actors)
         ]
-        where = ray.get([h.where.remote() for h in handles])
+        try:
+            where = ray.get([h.where.remote() for h in handles], timeout=start_timeout_s)
+        except Exception as exc:
+            for h in handles:
+                ray.kill(h)
+            free = ray.available_resources().get("CPU", 0.0)
+            raise RuntimeError(
+                f"RayScorer: could not start {num_actors} actor(s) with num_cpus="
+                f"{cpus_per_actor} within {start_timeout_s}s ({free} CPUs free in the "
+                f"cluster): lower num_actors or cpus_per_actor ({type(exc).__name__})"
+            ) from None
         self._actors = [
             _Actor(i, h, h._actor_id.hex(), str(w["node"]), int(w["pid"]))
             for i, (h, w) in enumerate(zip(handles, where, strict=True))
@@ -305,7 +319,8 @@ class RayScorer:
 
     def close(self) -> None:
         """Close every actor's engine and end the actors. Idempotent; the cluster stays up
-        (the named limit actor too: it is shared by name)."""
+        (the named limit actor too: it is shared by name). A Ray connection this scorer made
+        is closed; one the caller made stays."""
         with self._lock:
             if self._closed:
                 return
@@ -321,6 +336,8 @@ class RayScorer:
                 ray.kill(a.handle)
             except Exception:
                 pass
+        if self._owns_ray:  # connected by this scorer (the CLI): disconnect again
+            ray.shutdown()
 
     def __enter__(self) -> RayScorer:
         return self
