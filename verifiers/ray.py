@@ -304,6 +304,7 @@ class RayScorer:
         ]
         self._closed = False
         self._lock = threading.Lock()
+        self._slots_loop: asyncio.AbstractEventLoop | None = None
 
     # -- introspection -----------------------------------------------------------------
 
@@ -373,8 +374,13 @@ class RayScorer:
         """Yield one result per item, in input order, with a bounded window in flight."""
         if self._closed:
             raise RuntimeError("this RayScorer is closed")
-        for actor in self._actors:  # semaphores belong to the loop that streams
-            actor.slots = asyncio.Semaphore(self.max_in_flight)
+        loop = asyncio.get_running_loop()
+        if self._slots_loop is not loop:
+            # The per-actor bounds belong to one event loop; concurrent streams on that loop
+            # (a reward manager's overlapping batches) share them.
+            for actor in self._actors:
+                actor.slots = asyncio.Semaphore(self.max_in_flight)
+            self._slots_loop = loop
         window = 2 * self.max_in_flight * max(len(self._actors), 1)
         pending: deque[asyncio.Task[Result] | Result] = deque()
         try:
