@@ -14,8 +14,10 @@ Why each piece is the way it is:
 - **Actors, each with one warm engine.** Sandboxed verification is CPU-bound and the warm
   state (sandbox runners, worker processes, the result cache) is what makes it fast, so each
   actor is a long-lived async Ray actor hosting one :class:`~verifiers.Engine` on the
-  actor's own event loop. Actors are placed with Ray's ``SPREAD`` strategy (one per node by
-  default: ``num_actors`` defaults to the number of alive nodes), ``num_cpus=cpus_per_actor``.
+  actor's own event loop. Actors are placed one per node by default (``num_actors``
+  defaults to the number of alive nodes; up to that many go in a ``STRICT_SPREAD`` placement
+  group, since Ray's plain ``SPREAD`` is best effort; more than that use ``SPREAD``),
+  ``num_cpus=cpus_per_actor``.
 - **Routing by task hash** (rendezvous hashing over the live actors): every rollout of a GRPO
   group carries the same task, so the group lands on one actor, whose cache and warm runtime
   get the repeats. When an actor dies only its own keys move.
@@ -213,7 +215,8 @@ class RayScorer:
             named detached actor ``limit_name`` (``None``: no cluster-wide limit).
         limit_name: Name of that actor in namespace ``verifiers``; scorers with the same name
             share one budget.
-        placement: Ray ``scheduling_strategy`` of the actors (``"SPREAD"`` or ``"DEFAULT"``).
+        placement: ``"SPREAD"`` (one actor per node: a ``STRICT_SPREAD`` placement group while
+            ``num_actors`` <= nodes, else Ray's ``SPREAD``) or ``"DEFAULT"`` (Ray packs them).
         start_timeout_s: Longest wait for the actors to be placed and started.
 
     Raises:
@@ -264,8 +267,9 @@ class RayScorer:
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
             self._owns_ray = True
+        nodes = max(1, sum(1 for n in ray.nodes() if n.get("Alive")))
         if num_actors is None:
-            num_actors = max(1, sum(1 for n in ray.nodes() if n.get("Alive")))
+            num_actors = nodes
         self.limit_name: str | None = None
         if cluster_concurrency is not None:
             limit_cls = ray.remote(num_cpus=0)(ClusterLimit)
@@ -279,19 +283,35 @@ class RayScorer:
         remote_cls = ray.remote(_EngineActor)
         base = None if base_dir is None else str(Path(base_dir).resolve())
         payload = self.settings.model_dump(mode="json")
+        strategies: list[Any] = [placement] * num_actors
+        self._group: Any = None
+        if placement == "SPREAD" and 1 < num_actors <= nodes:
+            # Ray's SPREAD strategy is best effort (two actors may share a node); a
+            # STRICT_SPREAD placement group puts each actor on its own node.
+            from ray.util.placement_group import placement_group
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            self._group = placement_group(
+                [{"CPU": cpus_per_actor}] * num_actors, strategy="STRICT_SPREAD"
+            )
+            strategies = [
+                PlacementGroupSchedulingStrategy(self._group, placement_group_bundle_index=i)
+                for i in range(num_actors)
+            ]
         handles = [
             remote_cls.options(
                 num_cpus=cpus_per_actor,
                 max_concurrency=max_in_flight,
-                scheduling_strategy=placement,
+                scheduling_strategy=strategy,
             ).remote(payload, base, self.limit_name, NAMESPACE)
-            for _ in range(num_actors)
+            for strategy in strategies
         ]
         try:
             where = ray.get([h.where.remote() for h in handles], timeout=start_timeout_s)
         except Exception as exc:
             for h in handles:
                 ray.kill(h)
+            self._remove_group()
             free = ray.available_resources().get("CPU", 0.0)
             raise RuntimeError(
                 f"RayScorer: could not start {num_actors} actor(s) with num_cpus="
@@ -337,8 +357,19 @@ class RayScorer:
                 ray.kill(a.handle)
             except Exception:
                 pass
+        self._remove_group()
         if self._owns_ray:  # connected by this scorer (the CLI): disconnect again
             ray.shutdown()
+
+    def _remove_group(self) -> None:
+        if self._group is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            try:
+                remove_placement_group(self._group)
+            except Exception:  # already gone with its cluster
+                pass
+            self._group = None
 
     def __enter__(self) -> RayScorer:
         return self

@@ -1,4 +1,8 @@
-"""A real two-node Ray cluster on this machine, shared by the tests of this folder.
+"""A real two-node Ray cluster on this machine, for the tests of one module.
+
+Module-scoped, and the folder's tests live in one module: the cluster and the driver's
+connection end before tests elsewhere call ``ray.init`` on their own (a second ``ray.init``
+in one process is an error).
 
 ``ray start --head`` plus one more ``ray start --address`` node, each with its own temp dir
 and a tiny share of the machine (1 CPU each, 80 MB object store), so the tests exercise
@@ -75,7 +79,7 @@ def _kill_tree(cluster: LocalCluster) -> None:
             time.sleep(1.0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[LocalCluster]:
     import ray
 
