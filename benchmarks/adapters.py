@@ -230,8 +230,11 @@ def adapter_overhead(
         "workers": 2,
         "concurrency": 8,
         "machine_concurrency": None,
+        "invalid_score": -1.0,
     }
-    orlhf = openrlhf.make_reward_func(settings=settings, machine_concurrency=None)
+    orlhf = openrlhf.make_reward_func(
+        settings=settings, machine_concurrency=None, invalid_score=-1.0
+    )
     closers: list[Callable[[], Any]] = [scorer.close, orlhf.scorer.close]  # type: ignore[attr-defined]
     queries = [p + " " + c for p, c in zip(prompts, completions, strict=True)]
     tasks = _fresh(base_tasks, 0)
@@ -379,7 +382,7 @@ def adapter_work(
             for c, t in zip(completions, base_tasks, strict=True)
         ]
     )
-    verl_kwargs = {"sandbox": "none", "machine_concurrency": None}
+    verl_kwargs = {"sandbox": "none", "machine_concurrency": None, "invalid_score": -1.0}
     tasks = _fresh(base_tasks, 0)
     cases: dict[str, Callable[[], Any]] = {}
     for label, mods in versions.items():

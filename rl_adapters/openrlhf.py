@@ -37,8 +37,20 @@ group baseline of ``rloo``/``reinforce_baseline``/``dr_grpo``/``group_norm`` unc
 makes their own advantage 0 (:mod:`verifiers.rl_adapters._groups`). Since OpenRLHF sends one
 rollout per request, an unjudged one waits (``group_wait_s``, default 60) for its group-mates
 to be scored; judged ones never wait. Without ``group_size`` only the rollouts of one request
-form a group, and an unjudged rollout with no judged peer there gets ``invalid_score`` (NaN
-unless told, which voids the step: set ``group_size``). ``extra_logs`` has the fixed key set
+form a group, and an unjudged rollout with no judged peer there gets ``invalid_score``.
+
+Refused, not silently NaN (a NaN reward voids OpenRLHF's whole iteration, since its
+estimators normalise over the rollout batch): no ``group_size`` and no explicit finite
+``invalid_score`` (nothing could be handed over for an unjudged rollout), a ``group_size`` of 1
+(a group of one has no baseline: set ``invalid_score`` instead), a NaN or infinite
+``invalid_score``, and a plain-reference label with no default verifier (the dataset, not the
+model, decides that, so it is a configuration error: every such rollout would be unjudged).
+File mode raises :class:`~verifiers.errors.InvalidSettings` (a ``ValueError``) when the function is built (or at the first such
+label); the server answers ``/get_reward`` with 400 naming the flag. With ``group_size`` the
+fill is exact zero advantage under ``rloo``, ``group_norm`` and ``dr_grpo``; under
+``reinforce_baseline`` (group mean, then batch whitening), ``reinforce`` and ``gae`` it is the
+group's judged mean: finite and unbiased within the group, but not an exact zero (OpenRLHF
+has no per-sample loss mask a reward function can set). ``extra_logs`` has the fixed key set
 of :mod:`verifiers.rl_adapters._extra` (``verifiers_valid``, ``verifiers_error_<kind>``, ...
 and the configured ``components``), identical for every rollout, so OpenRLHF's experience
 batching never sees a missing key. In JSON, NaN is written as the bare ``NaN`` token that
@@ -69,6 +81,7 @@ from verifiers.rl_adapters._rows import (
 from verifiers.rl_adapters._scorer import MachineConcurrency, Scorer
 
 from verifiers.engine import EngineSettings
+from verifiers.errors import InvalidSettings
 from verifiers.types import Result
 
 __all__ = [
@@ -165,6 +178,24 @@ def response_text(query: str, prompt: str | None, eos_tokens: Sequence[str]) -> 
     return text
 
 
+_FILE_FLAGS: Mapping[str, str] = {
+    "group_size": "VERIFIERS_GROUP_SIZE (make_reward_func(group_size=))",
+    "invalid_score": "VERIFIERS_INVALID_SCORE (make_reward_func(invalid_score=))",
+    "verifier": "VERIFIERS_VERIFIER (make_reward_func(verifier=))",
+}
+SERVER_FLAGS: Mapping[str, str] = {
+    "group_size": "--group-size",
+    "invalid_score": "--invalid-score",
+    "verifier": "--verifier",
+}
+"""How the server names the settings in its refusals."""
+
+
+def _preview(labels: Sequence[Any] | None, i: int) -> str:
+    text = repr(labels[i]) if labels is not None else "no labels"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 class OpenRLHFScoring:
     """The shared core of file mode and HTTP mode: requests in, lists out.
 
@@ -180,7 +211,8 @@ class OpenRLHFScoring:
         group_wait_s: Longest wait for a group to fill.
 
     Raises:
-        ValueError: bad component names, ``group_size`` < 1 or ``group_wait_s`` < 0.
+        ValueError: bad component names, ``group_size`` < 1 or ``group_wait_s`` < 0, a
+            non-finite ``invalid_score``.
     """
 
     def __init__(
@@ -188,25 +220,58 @@ class OpenRLHFScoring:
         *,
         verifier: str | None = None,
         spec: Mapping[str, Any] | None = None,
-        invalid_score: float = math.nan,
+        invalid_score: float | None = None,
         eos_tokens: Sequence[str] = DEFAULT_EOS_TOKENS,
         components: Sequence[str] | None = None,
         group_size: int | None = None,
         group_wait_s: float = 60.0,
     ) -> None:
+        if invalid_score is not None and not math.isfinite(invalid_score):
+            raise InvalidSettings(
+                [
+                    f"invalid_score={invalid_score!r}: must be a finite number (a NaN or inf "
+                    "reward voids OpenRLHF's whole iteration); leave it unset and set the group "
+                    "size for zero-advantage abstains"
+                ]
+            )
         self.defaults = TaskDefaults(verifier=verifier, spec=spec)
         self.invalid_score = invalid_score
+        self.group_size = group_size
         self.eos_tokens = tuple(eos_tokens)
         self.components = tuple(components or ())
         self.keys = extra_keys(self.components)
         self.groups = GroupBaseline(group_size, wait_s=group_wait_s) if group_size else None
-        self._warned_no_verifier = False
 
-    def items(self, request: OpenRLHFRequest) -> list[dict[str, Any] | Result]:
+    def problem(self, flags: Mapping[str, str] = _FILE_FLAGS) -> str | None:
+        """Why this configuration cannot hand OpenRLHF a zero-gradient abstain, or ``None``.
+
+        ``flags`` names the settings in the caller's terms (environment variables for the
+        file, command-line flags for the server).
+        """
+        if self.group_size is None and self.invalid_score is None:
+            return (
+                f"no group size: set {flags['group_size']} to --rollout.n_samples_per_prompt "
+                "so an unjudged rollout gets its group's judged mean (zero advantage), or set "
+                f"{flags['invalid_score']} to a finite value to train on instead (NaN voids "
+                "the iteration)"
+            )
+        if self.group_size == 1 and self.invalid_score is None:
+            return (
+                f"{flags['group_size']}=1: a group of one has no judged peer to give an "
+                f"unjudged rollout zero advantage; set {flags['invalid_score']} to a finite "
+                "value to train on instead"
+            )
+        return None
+
+    def items(
+        self, request: OpenRLHFRequest, flags: Mapping[str, str] = _FILE_FLAGS
+    ) -> list[dict[str, Any] | Result]:
         """Trajectories (or ``bad_input`` results) for a request.
 
         Raises:
             ValueError: ``prompts``/``labels`` do not match ``query`` in length.
+            InvalidSettings: a plain-reference label and no default verifier (a
+                ``ValueError`` too).
         """
         n = len(request.query)
         for name in ("prompts", "labels"):
@@ -219,12 +284,15 @@ class OpenRLHFScoring:
             task, reference = (
                 _label_task(request.labels[i]) if request.labels is not None else (MISSING, MISSING)
             )
-            if task is MISSING and self.defaults.verifier is None and not self._warned_no_verifier:
-                self._warned_no_verifier = True
-                log.warning(
-                    "verifiers: a label is a plain reference but no default verifier is set, "
-                    "so those rollouts cannot be judged; set VERIFIERS_VERIFIER (file mode) or "
-                    "--verifier (verifiers serve), or make the labels task JSON"
+            if task is MISSING and self.defaults.verifier is None:
+                # The label column is the dataset's, not the model's: every such rollout
+                # would be unjudged, so this is a configuration error, never an abstain.
+                raise InvalidSettings(
+                    [
+                        f"label {i} is a plain reference ({_preview(request.labels, i)}) but no "
+                        f"default verifier is set; set {flags['verifier']}, or make the labels "
+                        "task JSON with a 'verifier' or 'checks' key"
+                    ]
                 )
             out.append(
                 make_item(
@@ -264,8 +332,10 @@ class OpenRLHFScoring:
                 out.append(float(reward))
             elif key in judged:
                 out.append(sum(judged[key]) / len(judged[key]))
-            else:
+            elif self.invalid_score is not None:
                 out.append(self.invalid_score)
+            else:  # unreachable when problem() was checked: never hand over a NaN
+                raise InvalidSettings([self.problem() or "no value for an unjudged rollout"])
         return out
 
     def response(self, results: Sequence[Result], values: Sequence[float]) -> OpenRLHFResponse:
@@ -286,7 +356,7 @@ def make_reward_func(
     *,
     verifier: str | None = None,
     spec: Mapping[str, Any] | None = None,
-    invalid_score: float = math.nan,
+    invalid_score: float | None = None,
     eos_tokens: Sequence[str] = DEFAULT_EOS_TOKENS,
     components: Sequence[str] | None = None,
     group_size: int | None = None,
@@ -300,6 +370,11 @@ def make_reward_func(
     The returned function is thread-safe (OpenRLHF calls it through ``asyncio.to_thread``,
     one rollout per call) and scores through one long-lived engine; the group rendezvous runs
     on that engine's loop, so only an unjudged rollout's thread waits for its group.
+
+    Raises:
+        InvalidSettings: a configuration that could only hand OpenRLHF a NaN for an unjudged
+            rollout (no ``group_size`` and no finite ``invalid_score``; ``group_size=1``
+            without one; see the module docstring). A ``ValueError`` too.
     """
     scoring = OpenRLHFScoring(
         verifier=verifier,
@@ -310,6 +385,9 @@ def make_reward_func(
         group_size=group_size,
         group_wait_s=group_wait_s,
     )
+    problem = scoring.problem()
+    if problem is not None:
+        raise InvalidSettings([f"OpenRLHF reward function: {problem}"])
     scorer = Scorer(settings, machine_concurrency=machine_concurrency, machine_key=machine_key)
 
     async def run(
@@ -379,7 +457,7 @@ def env_reward_func() -> Callable[..., dict[str, Any]]:
         components=parse_components(os.environ.get("VERIFIERS_COMPONENTS"), "VERIFIERS_COMPONENTS"),
         group_size=_env_number("VERIFIERS_GROUP_SIZE", int, None),
         group_wait_s=_env_number("VERIFIERS_GROUP_WAIT_S", float, 60.0),
-        invalid_score=_env_number("VERIFIERS_INVALID_SCORE", float, math.nan),
+        invalid_score=_env_number("VERIFIERS_INVALID_SCORE", float, None),
     )
 
 
@@ -391,7 +469,8 @@ def reward_func(
     ``VERIFIERS_VERIFIER`` (default verifier), ``VERIFIERS_SPEC`` (its spec, JSON),
     ``VERIFIERS_COMPONENTS`` (comma-separated component names for ``extra_logs``),
     ``VERIFIERS_GROUP_SIZE`` (``--rollout.n_samples_per_prompt``: zero-advantage abstains),
-    ``VERIFIERS_GROUP_WAIT_S`` (default 60), ``VERIFIERS_INVALID_SCORE`` (default NaN), plus the
+    ``VERIFIERS_GROUP_WAIT_S`` (default 60), ``VERIFIERS_INVALID_SCORE`` (a finite value for
+    unjudged rollouts; needed when there is no group size), plus the
     engine's ``VERIFIERS_*`` settings.
     """
     global _env_func

@@ -10,7 +10,8 @@ Endpoints:
 - ``GET /healthz``: 200 ``{"status": "ok"}``; 503 ``draining`` once shutdown began.
 - ``GET /metrics``: Prometheus text: requests by endpoint and code, results by status and
   verifier, request and per-item latency histograms, items in flight, machine slots held,
-  warm sandbox workers by state (busy, idle, starting).
+  warm sandbox workers by state (busy, idle, starting) and per runtime, runners recycled by
+  runtime and reason (``verifiers_sandbox_recycled_total{runtime,reason}``).
 
 Limits: bodies over ``--max-body-mb`` get 413 (checked on ``Content-Length`` and while
 reading a chunked body), batches over ``--max-items`` get 413, malformed JSON or a body that
@@ -37,7 +38,6 @@ import argparse
 import functools
 import json
 import logging
-import math
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
@@ -55,7 +55,13 @@ from ._extra import parse_components
 from ._machine_limit import MachineSlots
 from ._ors_hook import mount_ors
 from ._scorer import resolve_machine_slots, score_with_slots
-from .openrlhf import DEFAULT_EOS_TOKENS, OpenRLHFRequest, OpenRLHFResponse, OpenRLHFScoring
+from .openrlhf import (
+    DEFAULT_EOS_TOKENS,
+    SERVER_FLAGS,
+    OpenRLHFRequest,
+    OpenRLHFResponse,
+    OpenRLHFScoring,
+)
 
 __all__ = [
     "BodyLimit",
@@ -77,6 +83,51 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+_TIME_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+_RESOURCE_LABELS = ["verifier", "runtime"]
+_HISTOGRAMS: tuple[tuple[str, str, list[str], tuple[float, ...]], ...] = (
+    (
+        "verifiers_request_seconds",
+        "Request latency",
+        ["endpoint"],
+        (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+    ),
+    (
+        "verifiers_item_seconds",
+        "Per-item verification time",
+        ["verifier"],
+        (0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120),
+    ),
+    (
+        "verifiers_sandbox_wall_seconds",
+        "Sandbox wall time per item",
+        _RESOURCE_LABELS,
+        _TIME_BUCKETS,
+    ),
+    (
+        "verifiers_sandbox_cpu_seconds",
+        "Sandbox CPU seconds per item",
+        _RESOURCE_LABELS,
+        _TIME_BUCKETS,
+    ),
+    (
+        "verifiers_sandbox_peak_memory_mb",
+        "Peak memory of an item's largest sandbox job, MiB",
+        _RESOURCE_LABELS,
+        (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
+    ),
+)
+"""Every histogram of ``/metrics``: name, help, labels, buckets."""
+_RESOURCE_OBSERVATIONS: tuple[tuple[str, str], ...] = (
+    ("verifiers_sandbox_wall_seconds", "wall_s"),
+    ("verifiers_sandbox_cpu_seconds", "cpu_s"),
+    ("verifiers_sandbox_peak_memory_mb", "peak_memory_mb"),
+)
+"""Per-item sandbox resources (``details["resources"]``, stamped by the engine for every item
+that ran sandbox jobs): histogram and key in the resources dict. What operators watch for
+loops and leaks."""
+
+
 class ServerSettings(BaseModel):
     """Everything ``verifiers serve`` can be told."""
 
@@ -92,8 +143,9 @@ class ServerSettings(BaseModel):
     """Default verifier for OpenRLHF labels that are plain references."""
     spec: dict[str, Any] | None = None
     """Its settings."""
-    invalid_score: float = math.nan
-    """OpenRLHF value for an unjudged sample with no group to take a mean from."""
+    invalid_score: float | None = None
+    """OpenRLHF value for an unjudged sample with no group to take a mean from (finite; unset:
+    ``/get_reward`` needs ``group_size``)."""
     components: list[str] = Field(default_factory=list)
     """Component names in OpenRLHF ``extra_logs`` (a fixed key set for every rollout)."""
     group_size: int | None = Field(default=None, ge=1)
@@ -248,56 +300,32 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         ["status", "verifier"],
         registry=registry,
     )
-    request_seconds = Histogram(
-        "verifiers_request_seconds",
-        "Request latency",
-        ["endpoint"],
-        registry=registry,
-        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
-    )
-    item_seconds = Histogram(
-        "verifiers_item_seconds",
-        "Per-item verification time",
-        ["verifier"],
-        registry=registry,
-        buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120),
-    )
+    histograms = {
+        name: Histogram(name, doc, labels, registry=registry, buckets=buckets)
+        for name, doc, labels, buckets in _HISTOGRAMS
+    }
+    request_seconds = histograms["verifiers_request_seconds"]
+    item_seconds = histograms["verifiers_item_seconds"]
+    resource_histograms = [(histograms[name], key) for name, key in _RESOURCE_OBSERVATIONS]
     errors_total = Counter(
         "verifiers_errors",
         "Unjudged results by error kind and verifier",
         ["kind", "verifier"],
         registry=registry,
     )
-    # Per-item sandbox resources (details["resources"], stamped by the engine for every item
-    # that ran sandbox jobs): what operators watch for loops and leaks.
-    job_labels = ["verifier", "runtime"]
-    job_wall = Histogram(
-        "verifiers_sandbox_wall_seconds",
-        "Sandbox wall time per item",
-        job_labels,
-        registry=registry,
-        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
-    )
-    job_cpu = Histogram(
-        "verifiers_sandbox_cpu_seconds",
-        "Sandbox CPU seconds per item",
-        job_labels,
-        registry=registry,
-        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
-    )
-    job_memory = Histogram(
-        "verifiers_sandbox_peak_memory_mb",
-        "Peak memory of an item's largest sandbox job, MiB",
-        job_labels,
-        registry=registry,
-        buckets=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
-    )
     limit_hits = Counter(
         "verifiers_sandbox_limit_hits",
         "Items whose sandbox jobs hit a limit",
-        [*job_labels, "limit"],
+        ["verifier", "runtime", "limit"],
         registry=registry,
     )
+    recycled_total = Counter(
+        "verifiers_sandbox_recycled",
+        "Sandbox runners recycled, by runtime and reason (used_up, tainted, broken)",
+        ["runtime", "reason"],
+        registry=registry,
+    )
+    recycled_seen: dict[tuple[str, str], int] = {}
     in_flight = Gauge("verifiers_items_in_flight", "Items being scored", registry=registry)
     slots_held = Gauge(
         "verifiers_machine_slots_held",
@@ -337,6 +365,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         group_size=cfg.group_size,
         group_wait_s=cfg.group_wait_s,
     )
+    openrlhf_problem = scoring.problem(SERVER_FLAGS)
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -346,6 +375,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         )
         state["slots"] = slots
         slots_total.set(slots.slots if slots is not None else 0)
+        if openrlhf_problem is not None:
+            log.warning("/get_reward will answer 400 (only /v1/score works): %s", openrlhf_problem)
         try:
             yield
         finally:
@@ -392,9 +423,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             used = r.details.get("resources") if isinstance(r.details, dict) else None
             if isinstance(used, dict) and not r.cached:
                 runtime = "+".join(map(str, used.get("runtimes") or [])) or "none"
-                job_wall.labels(label, runtime).observe(float(used.get("wall_s") or 0.0))
-                job_cpu.labels(label, runtime).observe(float(used.get("cpu_s") or 0.0))
-                job_memory.labels(label, runtime).observe(float(used.get("peak_memory_mb") or 0))
+                for histogram, key in resource_histograms:
+                    histogram.labels(label, runtime).observe(float(used.get(key) or 0))
                 for limit in used.get("limit_hit") or []:
                     limit_hits.labels(label, runtime, str(limit)).inc()
         return results
@@ -405,8 +435,16 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         return ScoreResponse(results=await run(body.trajectories))
 
     async def openrlhf(body: OpenRLHFRequest) -> Any:
+        if openrlhf_problem is not None:
+            # A configuration that could only answer NaN for an unjudged rollout: refuse
+            # (OpenRLHF's client retries, then stops the run with an error) rather than void
+            # the trainer's iterations.
+            log.error("refusing /get_reward: %s", openrlhf_problem)
+            raise HTTPException(
+                status_code=400, detail=f"server not set up for OpenRLHF: {openrlhf_problem}"
+            )
         try:
-            items = scoring.items(body)
+            items = scoring.items(body, SERVER_FLAGS)
         except ValueError as exc:
             raise HTTPException(status_code=400, detail=str(exc)) from None
         response = await scoring.score(body, await run(items))
@@ -421,9 +459,10 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             summary="OpenRLHF remote reward protocol",
             description=(
                 "OpenRLHF's `--remote_rm_url` protocol. `labels` are references for the "
-                "server's default verifier, or tasks (dict or JSON string). Unjudgeable "
-                "samples get the server's `invalid_score` (NaN unless set, written as the "
-                "`NaN` token) and `extra_logs.verifiers_valid = 0`."
+                "server's default verifier, or tasks (dict or JSON string). An unjudged "
+                "sample gets its prompt group's judged mean (`--group-size`), else the "
+                "server's finite `--invalid-score`, and `extra_logs.verifiers_valid = 0`. "
+                "A server with neither, or a plain label without `--verifier`, answers 400."
             ),
             include_in_schema=path == "/get_reward",
         )
@@ -447,6 +486,12 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                     totals[key] += value
         for key in ("busy", "idle", "starting"):
             sandbox_workers.labels(key).set(totals[key])
+        # The pool's tally is monotonic: export what grew since the last scrape.
+        for labels, count in sandbox_recycled(state["engine"]).items():
+            grown = count - recycled_seen.get(labels, 0)
+            if grown > 0:
+                recycled_total.labels(*labels).inc(grown)
+                recycled_seen[labels] = count
         return PlainTextResponse(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
@@ -496,12 +541,11 @@ def sandbox_occupancy_by_runtime(engine: Engine | None) -> dict[str, dict[str, i
     label values are the runtimes the engine started, a set fixed by the image definitions.
     """
     out: dict[str, dict[str, int]] = {}
-    provider = getattr(getattr(engine, "_sandboxes", None), "_provider", None)
-    slots = getattr(getattr(provider, "_pool", None), "_slots", None)
+    slots = getattr(_pool_of(engine), "_slots", None)
     if not isinstance(slots, dict):
         return out
     for key, slot in slots.items():
-        runtime = str(key[0] if isinstance(key, tuple) and key else key)
+        runtime = _runtime_of(key)
         counts = out.setdefault(runtime, {"busy": 0, "idle": 0, "starting": 0, "waiting": 0})
         counts["busy"] += len(getattr(slot, "busy", ()))
         counts["idle"] += len(getattr(slot, "idle", ()))
@@ -510,6 +554,31 @@ def sandbox_occupancy_by_runtime(engine: Engine | None) -> dict[str, dict[str, i
         )
         waiters = getattr(getattr(slot, "semaphore", None), "_waiters", None)
         counts["waiting"] += len(waiters) if waiters else 0
+    return out
+
+
+def _pool_of(engine: Engine | None) -> Any:
+    provider = getattr(getattr(engine, "_sandboxes", None), "_provider", None)
+    return getattr(provider, "_pool", None)
+
+
+def _runtime_of(key: Any) -> str:
+    """A pool key's runtime (its image): a set fixed by the image definitions."""
+    return str(key[0] if isinstance(key, tuple) and key else key)
+
+
+def sandbox_recycled(engine: Engine | None) -> dict[tuple[str, str], int]:
+    """Runners recycled so far by ``(runtime, reason)`` (the pool's ``recycled`` tally).
+
+    Best effort, like :func:`sandbox_occupancy_by_runtime`: no pool yet, no counts.
+    """
+    out: dict[tuple[str, str], int] = {}
+    tally = getattr(_pool_of(engine), "recycled", None)
+    if not isinstance(tally, dict):
+        return out
+    for (key, reason), count in list(tally.items()):
+        labels = (_runtime_of(key), str(reason))
+        out[labels] = out.get(labels, 0) + int(count)
     return out
 
 
@@ -552,8 +621,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--invalid-score",
         type=float,
-        default=math.nan,
-        help="OpenRLHF reward for unjudgeable samples (default NaN)",
+        help="OpenRLHF reward for unjudged samples without a group (finite; default: unset, "
+        "so /get_reward needs --group-size)",
     )
     p.add_argument(
         "--components",
@@ -626,7 +695,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"verifiers serve: invalid setting: {exc}", file=sys.stderr)
         return 2
     if args.write_openapi:
-        write_openapi(Path(args.write_openapi), settings)
+        try:
+            write_openapi(Path(args.write_openapi), settings)
+        except ValueError as exc:
+            print(f"verifiers serve: invalid setting: {exc}", file=sys.stderr)
+            return 2
         return 0
     try:
         import uvicorn
@@ -638,6 +711,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MissingDependency as exc:
         print(f"verifiers serve: {exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:
+        print(f"verifiers serve: invalid setting: {exc}", file=sys.stderr)
+        return 2
     config = uvicorn.Config(
         app,
         host=args.host,

@@ -29,10 +29,14 @@ The return value is a dict with ``score`` (what veRL optimises) and a **fixed ke
 (:mod:`verifiers.rl_adapters._extra`): ``verifiers_valid``, ``verifiers_pass``,
 ``verifiers_skipped``, ``verifiers_error_<kind>`` and one key per name in
 ``reward_kwargs.components``. veRL stacks the dicts by the keys of sample 0, so every sample,
-errored or not, returns the same keys. An unjudged sample gets ``score = invalid_score``
-(NaN unless told): under these managers there is no value that gives it zero advantage, and
-NaN makes the step fail loudly (veRL skips an update with a non-finite grad norm) rather than
-train on a fake 0.
+errored or not, returns the same keys. An unjudged sample gets ``score = invalid_score``,
+which must be set explicitly to a finite value: under these managers no value gives it zero
+advantage (they show one sample at a time, never its group), and a NaN would make its GRPO
+group, the mini-batch loss and the optimizer step NaN. Unset (or NaN/inf), the first call
+raises :class:`~verifiers.errors.InvalidSettings` naming the two fixes (the reward manager, or
+an explicit value), so the run stops at its first step instead of training on NaN. A row that
+names no verifier while no default is configured raises too: that is the dataset's and the
+config's doing, never the model's, and it would be unjudged on every step.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from verifiers.rl_adapters._rows import MISSING, TaskDefaults, make_item, result
 from verifiers.rl_adapters._scorer import MachineConcurrency, Scorer
 
 from verifiers.engine import EngineSettings
+from verifiers.errors import InvalidSettings
 from verifiers.types import Result
 
 __all__ = ["compute_score", "compute_score_async", "compute_score_batch", "score_dict"]
@@ -140,6 +145,17 @@ class _Rows:
             "verifier" in ground_truth or "checks" in ground_truth
         ):
             task, reference = dict(ground_truth), MISSING
+        if task is MISSING and self.defaults(data_source).verifier is None:
+            # Which verifier judges a row is the dataset's and the config's choice, never the
+            # model's: a row none of them names would be unjudged on every step.
+            raise InvalidSettings(
+                [
+                    f"a row of data_source {str(data_source)[:60]!r} has no task "
+                    "(extra_info['task'], or a ground_truth with 'verifier'/'checks') and no "
+                    "default verifier is set; set reward_kwargs.verifier (or "
+                    "verifiers_by_source) or put the task in extra_info['task']"
+                ]
+            )
         row_id = info.get("id", info.get("index"))
         prompt = info.get("prompt")
         return make_item(
@@ -169,7 +185,29 @@ def score_dict(result: Result, kwargs: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _invalid(kwargs: Mapping[str, Any]) -> float:
-    return float(kwargs.get("invalid_score", math.nan))
+    """The score of an unjudged sample under veRL's own managers: explicit and finite.
+
+    ``naive``/``dapo`` hand over one sample at a time and cannot see its group, so no value
+    gives it zero advantage, and a NaN makes the GRPO group, the mini-batch loss and the step
+    NaN. So the choice is the user's, made knowingly, and is refused until made.
+    """
+    raw = kwargs.get("invalid_score")
+    value = None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    if value is None or not math.isfinite(value):
+        got = "unset" if raw is None else f"{raw!r}"
+        raise InvalidSettings(
+            [
+                f"reward_kwargs.invalid_score is {got}: veRL's naive/dapo managers show one "
+                "sample at a time, so an unjudged sample cannot get zero advantage and a NaN "
+                "voids the step. Use the VerifiersRewardManager "
+                "(reward.reward_manager.source=importlib, see docs/adapters.md), or set "
+                "+reward.custom_reward_function.reward_kwargs.invalid_score=<finite value> to "
+                "train on that value instead"
+            ]
+        )
+    return value
 
 
 def _components(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
@@ -206,12 +244,13 @@ def compute_score(
         ground_truth: ``reward_model.ground_truth``: the reference, or a whole task dict.
         extra_info: The row's ``extra_info``; ``extra_info["task"]`` overrides everything.
         **kwargs: veRL's ``reward_kwargs``: ``verifier``, ``spec``, ``verifiers_by_source``,
-            ``components``, ``invalid_score``, any :class:`~verifiers.EngineSettings` field
+            ``components``, ``invalid_score`` (required, finite), any :class:`~verifiers.EngineSettings` field
             (``concurrency``, ``timeout_s``, ``sandbox`` ...), ``machine_concurrency``.
 
     Returns:
         ``{"score", **fixed_keys}``: the same keys for every sample (module docstring).
     """
+    _invalid(kwargs)  # a configuration that can only answer NaN fails on the first call
     item = _item(data_source, solution_str, ground_truth, extra_info, kwargs)
     result = _scorer(kwargs).score([item])[0]
     return score_dict(result, kwargs)
@@ -225,6 +264,7 @@ async def compute_score_async(
     **kwargs: Any,
 ) -> dict[str, float]:
     """:func:`compute_score` for veRL's async reward loop: awaits without blocking it."""
+    _invalid(kwargs)
     item = _item(data_source, solution_str, ground_truth, extra_info, kwargs)
     result = (await _scorer(kwargs).score_async([item]))[0]
     return score_dict(result, kwargs)
@@ -242,6 +282,7 @@ def compute_score_batch(
     infos: Sequence[Mapping[str, Any] | None] = (
         [None] * len(solution_strs) if extra_infos is None else list(extra_infos)
     )
+    _invalid(kwargs)
     rows = _Rows(kwargs)
     items = [
         rows.item(ds, sol, gt, info)

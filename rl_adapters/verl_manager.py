@@ -29,6 +29,12 @@ Load it with veRL's own ``importlib`` hook (it subclasses veRL's ``RewardManager
   of sample 0 never fails. The sums are the counts; a log line per batch (logger
   ``verifiers.verl``) says how many abstained and why.
 
+- **Refused at start** where that cannot hold: ``algorithm.adv_estimator`` outside
+  :data:`ZERO_ADVANTAGE_ESTIMATORS` (GAE has no group baseline; REINFORCE++ and kin whiten over
+  the batch after the group step), unless ``reward_kwargs.allow_nonzero_abstain=true`` accepts
+  the finite group-mean fill; a row that names no verifier while no default is set (the
+  first call raises: the dataset's doing, not the model's).
+
 ``reward.reward_kwargs`` also takes ``spec``, ``verifiers_by_source``, ``group_wait_s`` and any
 :class:`~verifiers.EngineSettings` field (``concurrency``, ``timeout_s``, ``sandbox``, ...).
 An unknown key is an error at start.
@@ -61,8 +67,19 @@ __all__ = ["MANAGER_KWARGS", "VerifiersRewardManager"]
 
 log = logging.getLogger("verifiers.verl")
 
+ZERO_ADVANTAGE_ESTIMATORS = frozenset(
+    {"grpo", "grpo_vectorized", "rloo", "rloo_vectorized", "gpg", "grpo_passk"}
+)
+"""veRL estimators under which the group-mean fill is exactly zero advantage (checked through
+veRL's own estimator functions in tests/rl_adapters/test_rl_verl_trainer.py). The others
+either have no group baseline (``gae``, ``reinforce_plus_plus``, ``remax``: the value function
+or a greedy baseline decides) or reweight over the batch after the group step
+(``reinforce_plus_plus_baseline`` whitens over the batch, ``opo`` weights by length, ``gdpo``
+normalises per reward), so the fill is finite but not zero."""
+
 MANAGER_KWARGS = frozenset(
     {"verifier", "spec", "verifiers_by_source", "components", "group_wait_s"}
+    | {"allow_nonzero_abstain"}
     | _SETTING_KEYS
     | {"machine_concurrency", "machine_key"}
 )
@@ -86,7 +103,9 @@ def manager_options(config: Any) -> dict[str, Any]:
     """``reward.reward_kwargs`` as a plain dict, checked.
 
     Raises:
-        ValueError: an unknown key, or ``reward.num_workers`` other than 1.
+        ValueError: an unknown key, ``reward.num_workers`` other than 1, or an estimator under
+            which the abstain fill is not zero advantage (:data:`ZERO_ADVANTAGE_ESTIMATORS`)
+            without ``allow_nonzero_abstain=true``.
     """
     reward = config.get("reward") if hasattr(config, "get") else None
     raw = _plain(reward.get("reward_kwargs")) if reward is not None else None
@@ -104,7 +123,27 @@ def manager_options(config: Any) -> dict[str, Any]:
             "samples must reach one process for unjudged ones to get zero advantage; the "
             "engine's own concurrency (reward.reward_kwargs.concurrency) does the parallel work"
         )
+    estimator = _estimator(config)
+    if (
+        estimator not in ZERO_ADVANTAGE_ESTIMATORS
+        and options.get("allow_nonzero_abstain") is not True
+    ):
+        raise ValueError(
+            f"algorithm.adv_estimator={estimator}: VerifiersRewardManager gives an unjudged "
+            "sample its group's judged mean, which is zero advantage only under "
+            f"{sorted(ZERO_ADVANTAGE_ESTIMATORS)}; under {estimator} it would still move the "
+            "policy. Use one of those estimators, or set "
+            "+reward.reward_kwargs.allow_nonzero_abstain=true to accept the group-mean fill "
+            "(finite, never NaN, but not a zero gradient)"
+        )
     return options
+
+
+def _estimator(config: Any) -> str:
+    """``algorithm.adv_estimator`` (veRL's default, ``gae``, when the config has none)."""
+    algorithm: Any = config.get("algorithm") if hasattr(config, "get") else None
+    value: Any = algorithm.get("adv_estimator") if hasattr(algorithm, "get") else None
+    return str(getattr(value, "value", value) or "gae")
 
 
 def _group_size(config: Any) -> int:

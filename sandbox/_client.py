@@ -21,7 +21,7 @@ import hashlib
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -563,6 +563,11 @@ class WorkerPool:
         self._slots: dict[Hashable, _Slot] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
+        self.recycled: Counter[tuple[Hashable, str]] = Counter()
+        """Workers recycled so far, by ``(profile key, reason)``: ``used_up`` (served
+        ``jobs_per_worker`` sessions), ``tainted`` (a job timed out, hit its memory limit, left
+        processes or state behind, or the runner refused further sessions), ``broken`` (the
+        runner died or stopped answering). Monotonic; the reward server exports it."""
 
     def _slot(self, key: Hashable) -> _Slot:
         slot = self._slots.get(key)
@@ -589,6 +594,7 @@ class WorkerPool:
                 if worker.broken is None:
                     acquired = worker
                 else:
+                    self.recycled[(key, "broken")] += 1
                     self._spawn(worker.kill())
             while acquired is None and slot.starting:
                 pending = slot.starting.popleft()
@@ -623,6 +629,15 @@ class WorkerPool:
         if keep:
             slot.idle.append(worker)
         else:
+            if not self._closed:
+                reason = (
+                    "broken"
+                    if worker.broken is not None
+                    else "tainted"
+                    if not reusable
+                    else "used_up"
+                )
+                self.recycled[(worker.key, reason)] += 1
             self._spawn(worker.kill())
             if self._settings.replenish and not self._closed:
                 self._refill(worker.key)

@@ -1,6 +1,6 @@
 """Test configuration: opt-in markers, and no silent skips in CI.
 
-Markers (``docker``, ``bwrap``, ``blender``, ``slow``, ``rl``, ``gpu``, ``browser``) select tests
+Markers (``docker``, ``bwrap``, ``blender``, ``slow``, ``rl``, ``ray``, ``gpu``, ``browser``) select tests
 that need parts a developer's machine may lack. They are skipped unless enabled with ``--run=docker,slow``
 or ``--run-all``. CI runs ``pytest --run-all`` with ``CI=true``; then every skip is turned into
 a failure, because a skipped test in CI is a feature nobody checked.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-OPT_IN = ("docker", "bwrap", "blender", "slow", "rl", "gpu", "browser")
+OPT_IN = ("docker", "bwrap", "blender", "slow", "rl", "ray", "gpu", "browser")
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -29,6 +29,12 @@ PROMPT = "Q: what is 6*7? A:"
 TASK = {"verifier": "answer.numeric", "reference": 42}
 SETTINGS = EngineSettings(sandbox="none", workers=1, cache=False)
 KEYS = ("score", *extra_keys(()))
+VERL_KWARGS: dict[str, Any] = {
+    "verifier": "answer.numeric",
+    "sandbox": "none",
+    "workers": 1,
+    "invalid_score": -1.0,  # never used here: every row of the corpus is judged
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +45,9 @@ def trl() -> Any:
 
 @pytest.fixture(scope="module")
 def orlhf() -> Any:
-    fn = make_reward_func(verifier="answer.numeric", settings=SETTINGS, machine_concurrency=None)
+    fn = make_reward_func(
+        verifier="answer.numeric", group_size=4, settings=SETTINGS, machine_concurrency=None
+    )
     yield fn
     fn.scorer.close()
 
@@ -56,14 +64,10 @@ def test_every_adapter_keeps_the_verdict(row: dict[str, Any], trl: Any, orlhf: A
     out = trl.funcs[0](prompts=[PROMPT], completions=[completion], reference=["42"])
     assert out == [expected]
     # veRL (veRL's default managers call compute_score / compute_score_async per sample)
-    got = verl_adapter.compute_score(
-        "x", completion, "42", None, verifier="answer.numeric", sandbox="none", workers=1
-    )
+    got = verl_adapter.compute_score("x", completion, "42", None, **VERL_KWARGS)
     assert tuple(got) == KEYS and got["score"] == expected and got["verifiers_valid"] == 1.0
     got_async = asyncio.run(
-        verl_adapter.compute_score_async(
-            "x", completion, "42", {}, verifier="answer.numeric", sandbox="none", workers=1
-        )
+        verl_adapter.compute_score_async("x", completion, "42", {}, **VERL_KWARGS)
     )
     assert got_async == got
     # OpenRLHF file mode: the query is prompt + response (+ the tokenizer's end token)

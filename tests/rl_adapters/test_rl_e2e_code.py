@@ -68,6 +68,7 @@ def test_verl_batch_with_code_tests() -> None:
         sandbox="local",
         timeout_s=60,
         components=["tests_passed"],
+        invalid_score=-1.0,
     )
     assert [o["score"] for o in out] == [1.0, 0.0, 0.0, 0.0]
     assert all(o["verifiers_valid"] == 1.0 for o in out)

@@ -35,6 +35,7 @@ def test_file_mode_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("VERIFIERS_VERIFIER", "answer.numeric")
     monkeypatch.setenv("VERIFIERS_SANDBOX", "none")
+    monkeypatch.setenv("VERIFIERS_INVALID_SCORE", "-1")  # no group size here
     reward_func = _load_like_openrlhf()
     queries = [
         "<s>Q: 1+1? A: 2</s>",
@@ -62,7 +63,7 @@ def test_file_mode_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
     outs = asyncio.run(like_openrlhf())
     rewards = [o["rewards"].flatten()[0].item() for o in outs]
-    assert rewards[:3] == [1.0, 0.0, 1.0] and math.isnan(rewards[3])
+    assert rewards == [1.0, 0.0, 1.0, -1.0]
     assert all(
         isinstance(o["rewards"], torch.Tensor) and o["rewards"].dtype == torch.float32 for o in outs
     )
@@ -108,3 +109,58 @@ def test_response_text_cuts_prompt_and_end_tokens() -> None:
     assert response_text("<s>PROMPT answer <|im_end|></s>\n", "PROMPT", eos) == " answer"
     assert response_text("no prompt here", "PROMPT", eos) == "no prompt here"
     assert response_text("x", None, eos) == "x"
+
+
+@pytest.mark.rl
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({}, "no group size: set VERIFIERS_GROUP_SIZE"),
+        ({"group_size": 1}, "a group of one has no judged peer"),
+        ({"invalid_score": math.nan}, "must be a finite number"),
+        ({"invalid_score": -math.inf}, "must be a finite number"),
+    ],
+)
+def test_configs_that_could_only_answer_nan_are_refused(kwargs: dict[str, Any], match: str) -> None:
+    """OpenRLHF normalises over the rollout batch: one NaN voids the iteration. Without a
+    group size there is no zero-advantage value, so the function is not built at all."""
+    from verifiers.rl_adapters.openrlhf import make_reward_func
+
+    from verifiers.errors import InvalidSettings
+
+    with pytest.raises(InvalidSettings, match=match):
+        make_reward_func(verifier="rltest.contains", **kwargs)
+
+
+@pytest.mark.rl
+def test_env_file_refuses_at_the_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifiers.errors import InvalidSettings
+
+    monkeypatch.setenv("VERIFIERS_VERIFIER", "answer.numeric")
+    monkeypatch.setenv("VERIFIERS_SANDBOX", "none")
+    for name in ("VERIFIERS_GROUP_SIZE", "VERIFIERS_INVALID_SCORE"):
+        monkeypatch.delenv(name, raising=False)
+    reward_func = _load_like_openrlhf()
+    with pytest.raises(InvalidSettings, match="VERIFIERS_GROUP_SIZE .*n_samples_per_prompt"):
+        reward_func(["P 2"], ["P"], ["2"])
+
+
+@pytest.mark.rl
+def test_plain_label_without_a_verifier_is_an_error_not_nan() -> None:
+    """The label column is the dataset's: with no default verifier every plain label would
+    be unjudged on every step (it was a silent NaN, then a warning)."""
+    from verifiers.rl_adapters.openrlhf import make_reward_func
+
+    from verifiers import EngineSettings
+    from verifiers.errors import InvalidSettings
+
+    fn = make_reward_func(group_size=2, settings=EngineSettings(sandbox="none"))
+    try:
+        with pytest.raises(
+            InvalidSettings, match="label 0 is a plain reference.*VERIFIERS_VERIFIER"
+        ):
+            fn(["P x9"], ["P"], ["9"])
+        task = json.dumps({"verifier": "rltest.contains", "reference": "9"})
+        assert fn(["P x9"], ["P"], [task])["rewards"].tolist() == [1.0]  # tasks need none
+    finally:
+        fn.scorer.close()  # type: ignore[attr-defined]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,6 +35,7 @@ def server() -> Iterator[_Server]:
         max_items=50,
         verifier="answer.numeric",
         components=["hit"],
+        invalid_score=-1.0,
     )
     with _Server(settings) as srv:
         yield srv
@@ -162,7 +163,7 @@ def test_openrlhf_protocol(server: _Server) -> None:
         data = json.loads(
             response.text
         )  # Python's json reads the NaN token, as OpenRLHF's client does
-        assert data["rewards"][:3] == [1.0, 0.0, 1.0] and math.isnan(data["rewards"][3])
+        assert data["rewards"] == [1.0, 0.0, 1.0, -1.0]  # the explicit --invalid-score
         assert data["scores"][:3] == [1.0, 0.0, 1.0]
         assert data["extra_logs"]["verifiers_valid"] == [1.0, 1.0, 1.0, 0.0]
         assert data["extra_logs"]["verifiers_pass"] == [1.0, 0.0, 1.0, 0.0]
@@ -294,3 +295,39 @@ def test_openapi_in_docs_is_current(tmp_path: Path, repo_root: Path) -> None:
     assert json.loads(committed.read_text()) == schema, (
         "run: verifiers serve --write-openapi docs/openapi.json"
     )
+
+
+@pytest.mark.parametrize(
+    ("settings", "body", "match"),
+    [
+        ({"verifier": "answer.numeric"}, ["4"], "--group-size .*--invalid-score"),
+        ({"verifier": "answer.numeric", "group_size": 1}, ["4"], "a group of one"),
+        ({"group_size": 4}, ["4"], "label 0 is a plain reference .*--verifier"),
+    ],
+)
+def test_get_reward_refuses_configs_that_could_only_answer_nan(
+    settings: dict[str, Any], body: list[str], match: str
+) -> None:
+    """``/get_reward`` on a server that has no zero-gradient value for an unjudged rollout
+    (no ``--group-size``, no ``--invalid-score``), or no verifier for plain labels, answers
+    400 naming the flag (OpenRLHF's client retries, then stops the run) instead of NaN."""
+    from verifiers.rl_adapters.server import create_app
+
+    app = create_app(ServerSettings(engine=EngineSettings(sandbox="none"), **settings))
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.post(
+                "/get_reward", json={"query": ["Q 4"], "prompts": ["Q"], "labels": body}
+            )
+
+    response = asyncio.run(post())
+    assert response.status_code == 400
+    assert re.search(match, response.json()["detail"]), response.text
+
+
+def test_non_finite_invalid_score_is_refused_at_start() -> None:
+    from verifiers.rl_adapters.server import main
+
+    assert main(["--invalid-score", "nan", "--write-openapi", "/dev/null"]) == 2

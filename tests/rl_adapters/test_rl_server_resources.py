@@ -40,3 +40,43 @@ def test_metrics_have_sandbox_resource_histograms(server: LiveServer) -> None:
     labels = 'runtime="python",verifier="code.tests"'
     for name in ("wall_seconds", "cpu_seconds", "peak_memory_mb"):
         assert f"verifiers_sandbox_{name}_count{{{labels}}} 1.0" in text, name
+
+
+def test_metrics_count_recycled_runners_by_runtime_and_reason() -> None:
+    """Runners the pool recycles show on ``/metrics`` by runtime and reason, once each
+    (scrapes export the growth of the pool's tally, never the total again): a job that
+    times out taints its runner (``tainted``); a runner past ``jobs_per_worker`` sessions is
+    ``used_up``. Real bubblewrap runners of the server's own engine, in the app's loop."""
+    import asyncio
+
+    from verifiers.rl_adapters.server import create_app
+
+    app = create_app(ServerSettings(engine=EngineSettings(sandbox="local", workers=1, cache=False)))
+    prefix = "verifiers_sandbox_recycled_total{"
+
+    def recycled(text: str) -> dict[str, float]:
+        rows = [row for row in text.splitlines() if row.startswith(prefix)]
+        return {row.rsplit(" ", 1)[0]: float(row.rsplit(" ", 1)[1]) for row in rows}
+
+    async def main() -> list[dict[str, float]]:
+        scrapes: list[dict[str, float]] = []
+        async with app.router.lifespan_context(app):
+            engine = app.state.verifiers["engine"]
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                async with engine._sandboxes.session("python", timeout_s=1) as box:
+                    assert (await box.exec(["/bin/sleep", "30"])).timed_out
+                scrapes.append(recycled((await client.get("/metrics")).text))
+                scrapes.append(recycled((await client.get("/metrics")).text))
+                pool = engine._sandboxes._provider._pool
+                pool._settings = pool._settings.model_copy(update={"jobs_per_worker": 1})
+                async with engine._sandboxes.session("python") as box:
+                    assert (await box.exec(["/bin/true"])).ok
+                scrapes.append(recycled((await client.get("/metrics")).text))
+        return scrapes
+
+    first, second, third = asyncio.run(main())
+    tainted = prefix + 'reason="tainted",runtime="python"}'
+    used_up = prefix + 'reason="used_up",runtime="python"}'
+    assert first == second == {tainted: 1.0}, first
+    assert third == {tainted: 1.0, used_up: 1.0}, third

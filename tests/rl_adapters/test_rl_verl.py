@@ -49,7 +49,7 @@ def _load_like_verl(path: str, name: str, reward_kwargs: dict[str, Any]) -> Any:
     return functools.partial(acall if inspect.iscoroutinefunction(raw) else call)
 
 
-KWARGS = {"verifier": "answer.numeric", "sandbox": "none", "workers": 1}
+KWARGS = {"verifier": "answer.numeric", "sandbox": "none", "workers": 1, "invalid_score": -1.0}
 ZEROS = {
     "verifiers_valid": 0.0,
     "verifiers_pass": 0.0,
@@ -90,7 +90,7 @@ def test_unscorable_sample_is_flagged_not_zero() -> None:
         ground_truth="42",
         extra_info={"task": json.dumps({"verifier": "no.such.verifier"})},
     )
-    assert out["verifiers_valid"] == 0.0 and math.isnan(out["score"])
+    assert out["verifiers_valid"] == 0.0 and out["score"] == -1.0  # the explicit value
     assert out["hit"] == 0.0  # log keys stay finite; only the score is invalid_score
     assert out["verifiers_error_bad_input"] == 1.0
     fn0 = _load_like_verl(verl_module.__file__, "compute_score", {**KWARGS, "invalid_score": 0.0})
@@ -107,6 +107,7 @@ def test_task_sources_and_components() -> None:
             "sandbox": "none",
             "verifiers_by_source": {"toy": "rltest.contains"},
             "components": ["hit", "short"],
+            "invalid_score": -1.0,
         },
     )
     # extra_info["task"] wins; ground_truth fills its reference
@@ -131,8 +132,7 @@ def test_task_sources_and_components() -> None:
     assert out["score"] == 0.0 and out["verifiers_valid"] == 1.0
     # data_source -> verifier map
     assert fn(data_source="toy", solution_str="x 9", ground_truth="9")["score"] == 1.0
-    # no task anywhere: flagged
-    assert fn(data_source="other", solution_str="x", ground_truth="9")["verifiers_valid"] == 0.0
+    # no task anywhere: a configuration error (test_row_without_any_verifier_is_a_config_error)
 
 
 def test_async_variant_through_the_partial() -> None:
@@ -199,3 +199,41 @@ def test_functions_loaded_from_the_file_pickle() -> None:
     for name in ("compute_score", "compute_score_async", "compute_score_batch"):
         fn = load_extern_object(module_path=verl_module.__file__, object_name=name)
         assert pickle.loads(pickle.dumps(fn)) is getattr(verl_module, name)
+
+
+@pytest.mark.parametrize("name", ["compute_score", "compute_score_async", "compute_score_batch"])
+@pytest.mark.parametrize("invalid", [None, math.nan, math.inf, "0", True])
+def test_no_finite_invalid_score_is_refused_on_the_first_call(name: str, invalid: Any) -> None:
+    """Under naive/dapo no value gives an unjudged sample zero advantage, and NaN voids the
+    step: the run must stop at its first call, even when that sample is judged."""
+    from verifiers.errors import InvalidSettings
+
+    kwargs = {k: v for k, v in KWARGS.items() if k != "invalid_score"}
+    if invalid is not None:
+        kwargs["invalid_score"] = invalid
+    fn = _load_like_verl("pkg://verifiers.rl_adapters.verl", name, kwargs)
+    one = {"data_source": "x", "solution_str": "42", "ground_truth": "42", "extra_info": None}
+    args = {k + "s": [v] for k, v in one.items()} if name.endswith("batch") else one
+    with pytest.raises(InvalidSettings, match="invalid_score .*VerifiersRewardManager"):
+        out = fn(**args)
+        if inspect.isawaitable(out):
+            asyncio.run(out)
+
+
+def test_row_without_any_verifier_is_a_config_error() -> None:
+    """No task in the row and no default verifier: every such row would be unjudged, every
+    step (it used to be a silent NaN). The dataset's doing, so an error, not an abstain."""
+    from verifiers.errors import InvalidSettings
+
+    kwargs = {"sandbox": "none", "invalid_score": 0.0, "verifiers_by_source": {"toy": "x.y"}}
+    fn = _load_like_verl("pkg://verifiers.rl_adapters.verl", "compute_score", kwargs)
+    with pytest.raises(InvalidSettings, match="data_source 'gsm8k' has no task.*reward_kwargs"):
+        fn(data_source="gsm8k", solution_str="42", ground_truth="42", extra_info={})
+    # a row that carries its task needs no default
+    out = fn(
+        data_source="gsm8k",
+        solution_str="has 4",
+        ground_truth="4",
+        extra_info={"task": {"verifier": "rltest.contains"}},
+    )
+    assert out["score"] == 1.0

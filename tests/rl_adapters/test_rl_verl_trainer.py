@@ -90,6 +90,7 @@ def _config(tokenizer_dir: str, manager: dict[str, Any], **reward: Any) -> Any:
                 "model": {"path": tokenizer_dir, "tokenizer_path": tokenizer_dir},
                 "rollout": {"n": 4},
             },
+            "algorithm": {"adv_estimator": "grpo"},
             "reward": {
                 "num_workers": 1,
                 "reward_manager": manager,
@@ -221,7 +222,7 @@ def test_default_managers_with_compute_score(
     config.reward.custom_reward_function = {
         "path": "pkg://verifiers.rl_adapters.verl",
         "name": "compute_score_async",
-        "reward_kwargs": {"components": components, **ENGINE},
+        "reward_kwargs": {"components": components, "invalid_score": -1.0, **ENGINE},
     }
     manager = RewardLoopManager(config)
     output = manager.compute_rm_score(_batch(tokenizer_dir))  # used to raise KeyError
@@ -230,7 +231,7 @@ def test_default_managers_with_compute_score(
     assert ("tests_passed" in keys) == bool(components)
     assert output.non_tensor_batch["verifiers_valid"].tolist() == [1.0] * 7 + [0.0]
     scores = _scores(output)
-    assert np.isnan(scores[7]) and all(np.isfinite(scores[:7]))  # invalid_score: NaN, loud
+    assert scores[7] == -1.0 and all(np.isfinite(scores))  # the explicit invalid_score
 
 
 def test_manager_refuses_settings_it_cannot_honour(tokenizer_dir: str) -> None:
@@ -245,3 +246,74 @@ def test_manager_refuses_settings_it_cannot_honour(tokenizer_dir: str) -> None:
     config.reward.num_workers = 8
     with pytest.raises(ValueError, match="reward.num_workers=1"):
         VerifiersRewardManager(config, tok, None)
+
+
+def _estimator_advantages(name: str, filled: list[float], lengths: list[int]) -> torch.Tensor:
+    """Per-sample advantages from veRL's own registered estimator ``name``."""
+    import inspect
+
+    from verl.trainer.config import AlgoConfig
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    fn = get_adv_estimator_fn(name)
+    width = max(lengths)
+    rewards = torch.zeros(len(filled), width)
+    mask = torch.zeros(len(filled), width)
+    for i, (length, value) in enumerate(zip(lengths, filled, strict=True)):
+        mask[i, :length] = 1
+        rewards[i, length - 1] = value
+    available = {
+        "token_level_rewards": rewards,
+        "response_mask": mask,
+        "index": np.array(UIDS, dtype=object),
+        "values": torch.zeros(len(filled), width),
+        "reward_baselines": torch.zeros(len(filled)),
+        "config": AlgoConfig(),
+        "gamma": 1.0,
+        "lam": 1.0,
+    }
+    params = inspect.signature(fn).parameters
+    advantages, _ = fn(**{k: v for k, v in available.items() if k in params})
+    return advantages.sum(-1)
+
+
+def _estimators() -> list[str]:
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+
+    # the optimal-token-baseline estimators need the policy's log-probs: no reward-only form
+    return sorted(n for n in ADV_ESTIMATOR_REGISTRY if "optimal_token_baseline" not in n)
+
+
+@pytest.mark.parametrize("name", _estimators())
+def test_abstain_fill_is_zero_advantage_exactly_where_the_manager_allows_it(name: str) -> None:
+    """The manager's estimator list, checked against every estimator veRL 0.9 registers: the
+    group-mean fill gives the unjudged samples zero advantage under the allowed ones (and
+    the manager starts), and not under the others (and the manager refuses to start)."""
+    from verifiers.rl_adapters._groups import group_means
+    from verifiers.rl_adapters.verl_manager import ZERO_ADVANTAGE_ESTIMATORS, manager_options
+
+    rewards: list[float | None] = [1.0, 0.0, None, 1.0, 0.0, 0.0, 1.0, None]
+    filled = group_means(UIDS, rewards)
+    adv = _estimator_advantages(name, filled, lengths=[6, 2, 3, 5, 1, 4, 6, 2])
+    unjudged = [float(adv[i]) for i, r in enumerate(rewards) if r is None]
+    zero = all(abs(a) < 1e-6 for a in unjudged)
+    assert zero == (name in ZERO_ADVANTAGE_ESTIMATORS), (name, unjudged)
+    config = OmegaConf.create(
+        {"algorithm": {"adv_estimator": name}, "reward": {"num_workers": 1, "reward_kwargs": {}}}
+    )
+    if zero:
+        manager_options(config)
+    else:
+        with pytest.raises(ValueError, match=f"adv_estimator={name}.*allow_nonzero_abstain"):
+            manager_options(config)
+        config.reward.reward_kwargs = {"allow_nonzero_abstain": True}
+        manager_options(config)  # accepted knowingly: finite, never NaN
+        assert all(np.isfinite(float(a)) for a in adv)
+
+
+def test_manager_takes_verls_default_gae_when_no_estimator_is_set() -> None:
+    from verifiers.rl_adapters.verl_manager import manager_options
+
+    config = OmegaConf.create({"reward": {"num_workers": 1, "reward_kwargs": {}}})
+    with pytest.raises(ValueError, match="adv_estimator=gae"):
+        manager_options(config)

@@ -111,6 +111,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help=f"longest accepted input line (default {DEFAULT_MAX_LINE_BYTES})",
     )
     p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="score on a Ray cluster: 'auto' or HOST:PORT (one warm engine per node; "
+        "pip install 'verifiers[ray]'; see docs/scale.md)",
+    )
+    p.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -327,7 +333,14 @@ async def _stream(
     writer = open_result_writer(output, fmt=fmt, append=args.resume)
     base_dir = Path.cwd() if is_stdio(args.input) else args.input.resolve().parent
     try:
-        async with Engine(settings, base_dir=base_dir) as engine:
+        engine: Any
+        if getattr(args, "ray", None):
+            from ..ray import RayScorer
+
+            engine = RayScorer(settings=settings, address=args.ray, base_dir=base_dir)
+        else:
+            engine = Engine(settings, base_dir=base_dir)
+        async with engine:
             lines: deque[int] = deque()
             async for result in engine.stream(_items(records, lines)):
                 line = lines.popleft()

@@ -1,0 +1,540 @@
+"""Scale-out on Ray: one warm :class:`~verifiers.Engine` per actor, items routed by task.
+
+``RayScorer`` scores trajectories on a Ray cluster with the engine's own surface (``score``,
+``score_async``, ``stream`` in input order)::
+
+    from verifiers.ray import RayScorer
+    with RayScorer(num_actors=4, settings=EngineSettings(sandbox="local")) as scorer:
+        results = scorer.score(trajectories)
+
+and on the command line: ``verifiers score FILE --ray auto`` (or ``--ray HOST:PORT``).
+
+Why each piece is the way it is:
+
+- **Actors, each with one warm engine.** Sandboxed verification is CPU-bound and the warm
+  state (sandbox runners, worker processes, the result cache) is what makes it fast, so each
+  actor is a long-lived async Ray actor hosting one :class:`~verifiers.Engine` on the
+  actor's own event loop. Actors are placed one per node by default (``num_actors``
+  defaults to the number of alive nodes; up to that many go in a ``STRICT_SPREAD`` placement
+  group, since Ray's plain ``SPREAD`` is best effort; more than that use ``SPREAD``),
+  ``num_cpus=cpus_per_actor``.
+- **Routing by task hash** (rendezvous hashing over the live actors): every rollout of a GRPO
+  group carries the same task, so the group lands on one actor, whose cache and warm runtime
+  get the repeats. When an actor dies only its own keys move.
+- **Bounded in-flight work.** At most ``max_in_flight`` items per actor are submitted at once
+  (a semaphore per actor on the driver), and ``stream`` keeps a bounded window of items
+  ahead of the one it yields next, so neither the driver nor Ray's object store grows with
+  the input. The actor's ``max_concurrency`` equals ``max_in_flight``; the engine's
+  ``concurrency`` bounds what runs inside.
+- **Deadlines stay in the engine.** Ray cannot interrupt a running task on a normal actor, so
+  per-item deadlines are the engine's (which kills processes). The driver only adds a
+  generous ``call_timeout_s`` so a wedged node cannot hang the run; past it the item is
+  ``error/infra``.
+- **Faults are retries, never scores.** An actor (or its node) that dies mid-batch raises
+  ``RayActorError`` for its unfinished items on the driver; those items go to another live
+  actor (``stats.retried`` counts them; a result carries ``error.attempts`` when it ends
+  in error), up to ``max_attempts`` tries. Each input position is filled exactly once, so
+  nothing is duplicated, and an item that no actor could take is ``error/infra``, never a
+  0. Every actor runs the same runtime definitions (``sandbox/images``), so a retried item
+  gets the same verdict on another node.
+- **One cluster-wide limit.** Per-process limits multiply with the number of actors (64 ranks
+  each think they own the machine). ``cluster_concurrency=N`` creates (or joins) a named
+  detached actor, :class:`ClusterLimit`, that hands out N leases; every actor holds one per
+  item in verification. Leases of an actor that died are returned by the driver that saw it
+  die, so a crash never leaks capacity.
+
+``ray`` is imported on first use (``pip install 'verifiers[ray]'``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .engine import Engine, EngineSettings
+from .errors import MissingDependency
+from .types import Result, Trajectory
+
+__all__ = ["ClusterLimit", "RayScorer", "RayStats"]
+
+Item = Trajectory | Result | dict[str, Any]
+
+NAMESPACE = "verifiers"
+"""The Ray namespace of the named limit actor."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise MissingDependency(exc.name or "ray", "ray") from None
+    return ray
+
+
+class ClusterLimit:
+    """A cluster-wide budget of leases (run as a named, detached Ray actor).
+
+    ``acquire(holder)`` waits for a free lease and returns its number; ``release(holder,
+    lease)`` gives it back; ``release_holder(holder)`` returns every lease a dead holder still
+    had. Holders are actor ids, which Ray never reuses.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._free = asyncio.Semaphore(size)
+        self._held: dict[str, set[int]] = {}
+        self._next = 0
+        self._peak = 0
+
+    async def acquire(self, holder: str) -> int:
+        await self._free.acquire()
+        self._next += 1
+        self._held.setdefault(holder, set()).add(self._next)
+        self._peak = max(self._peak, sum(len(v) for v in self._held.values()))
+        return self._next
+
+    def release(self, holder: str, lease: int) -> None:
+        leases = self._held.get(holder)
+        if leases is not None and lease in leases:
+            leases.discard(lease)
+            self._free.release()
+
+    def release_holder(self, holder: str) -> int:
+        leases = self._held.pop(holder, set())
+        for _ in leases:
+            self._free.release()
+        return len(leases)
+
+    def state(self) -> dict[str, int]:
+        held = sum(len(v) for v in self._held.values())
+        return {"size": self.size, "held": held, "peak": self._peak}
+
+
+class _EngineActor:
+    """One warm engine inside a Ray actor (methods run on the actor's event loop)."""
+
+    def __init__(
+        self, settings: dict[str, Any], base_dir: str | None, limit: str | None, namespace: str
+    ) -> None:
+        self._settings = EngineSettings.model_validate(settings)
+        self._base_dir = base_dir
+        self._engine: Engine | None = None
+        ray = _ray()
+        self._limit: Any = ray.get_actor(limit, namespace=namespace) if limit else None
+        self._holder = ray.get_runtime_context().get_actor_id()
+
+    async def score(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._engine is None:
+            self._engine = Engine(self._settings, base_dir=self._base_dir)
+        limit = self._limit
+        lease = None if limit is None else await limit.acquire.remote(self._holder)
+        try:
+            results = await self._engine.score(items)
+        finally:
+            if limit is not None and lease is not None:
+                limit.release.remote(self._holder, lease)
+        return [r.json_safe().model_dump(mode="json") for r in results]
+
+    def where(self) -> dict[str, Any]:
+        ray = _ray()
+        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.aclose()
+            self._engine = None
+
+
+@dataclass
+class RayStats:
+    """What a :class:`RayScorer` did: where items ran, and how many were retried."""
+
+    items: int = 0
+    """Items sent to actors (ready-made results pass through and are not counted)."""
+    retried: int = 0
+    """Extra attempts after an actor died (an item tried twice counts 1)."""
+    dead_actors: int = 0
+    """Actors seen dead."""
+    by_node: Counter[str] = field(default_factory=Counter)
+    """Items that got their result on each node (node id)."""
+    failed: int = 0
+    """Items that ended as ``error/infra`` because no actor could take them."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "items": self.items,
+            "retried": self.retried,
+            "dead_actors": self.dead_actors,
+            "failed": self.failed,
+            "by_node": dict(self.by_node),
+        }
+
+
+@dataclass
+class _Actor:
+    index: int
+    handle: Any
+    actor_id: str
+    node: str
+    pid: int
+    slots: asyncio.Semaphore | None = None
+    dead: bool = False
+
+
+def _task_key(item: dict[str, Any]) -> bytes:
+    """What routes an item: its task (a GRPO group shares it), canonical JSON."""
+    task = item.get("task")
+    text = json.dumps(task, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class RayScorer:
+    """Scores items on Ray actors, each hosting one warm engine (module docstring).
+
+    Args:
+        num_actors: Engine actors to start (default: one per alive node).
+        settings: The engine settings every actor uses (default: ``EngineSettings.from_env()``).
+        address: Ray cluster to join (``"auto"``, ``"HOST:PORT"``); ``None``: the current
+            Ray session, or ``ray.init()`` of a local one.
+        base_dir: Where relative artifact paths resolve (must be readable on every node).
+        cpus_per_actor: ``num_cpus`` of each actor (Ray's scheduling unit).
+        max_in_flight: Items submitted to one actor at once (backpressure).
+        max_attempts: Tries per item when actors die (then ``error/infra``).
+        call_timeout_s: Longest wait for one actor call before the item is ``error/infra``
+            (the engine's own per-item deadline is what normally ends an item).
+        cluster_concurrency: Items in verification across the whole cluster, enforced by the
+            named detached actor ``limit_name`` (``None``: no cluster-wide limit).
+        limit_name: Name of that actor in namespace ``verifiers``; scorers with the same name
+            share one budget.
+        placement: ``"SPREAD"`` (one actor per node: a ``STRICT_SPREAD`` placement group while
+            ``num_actors`` <= nodes, else Ray's ``SPREAD``) or ``"DEFAULT"`` (Ray packs them).
+        start_timeout_s: Longest wait for the actors to be placed and started.
+
+    Raises:
+        MissingDependency: Ray is not installed (``pip install 'verifiers[ray]'``).
+        ValueError: an argument out of range.
+        RuntimeError: the actors could not be placed within ``start_timeout_s``.
+    """
+
+    def __init__(
+        self,
+        num_actors: int | None = None,
+        *,
+        settings: EngineSettings | None = None,
+        address: str | None = None,
+        base_dir: Path | str | None = None,
+        cpus_per_actor: float = 1.0,
+        max_in_flight: int = 8,
+        max_attempts: int = 3,
+        call_timeout_s: float = 3600.0,
+        cluster_concurrency: int | None = None,
+        limit_name: str = "verifiers-cluster-limit",
+        placement: str = "SPREAD",
+        start_timeout_s: float = 120.0,
+    ) -> None:
+        problems = []
+        if num_actors is not None and num_actors < 1:
+            problems.append(f"num_actors={num_actors}: must be >= 1")
+        if max_in_flight < 1:
+            problems.append(f"max_in_flight={max_in_flight}: must be >= 1")
+        if max_attempts < 1:
+            problems.append(f"max_attempts={max_attempts}: must be >= 1")
+        if cpus_per_actor < 0:
+            problems.append(f"cpus_per_actor={cpus_per_actor}: must be >= 0")
+        if cluster_concurrency is not None and cluster_concurrency < 1:
+            problems.append(f"cluster_concurrency={cluster_concurrency}: must be >= 1 or None")
+        if placement not in ("SPREAD", "DEFAULT"):
+            problems.append(f"placement={placement!r}: must be 'SPREAD' or 'DEFAULT'")
+        if problems:
+            raise ValueError("RayScorer: " + "; ".join(problems))
+        ray = _ray()
+        self._ray = ray
+        self.settings = settings or EngineSettings.from_env()
+        self.max_in_flight = max_in_flight
+        self.max_attempts = max_attempts
+        self.call_timeout_s = call_timeout_s
+        self.stats = RayStats()
+        self._owns_ray = False
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            self._owns_ray = True
+        nodes = max(1, sum(1 for n in ray.nodes() if n.get("Alive")))
+        if num_actors is None:
+            num_actors = nodes
+        self.limit_name: str | None = None
+        if cluster_concurrency is not None:
+            limit_cls = ray.remote(num_cpus=0)(ClusterLimit)
+            limit_cls.options(
+                name=limit_name,
+                namespace=NAMESPACE,
+                lifetime="detached",
+                get_if_exists=True,
+            ).remote(cluster_concurrency)
+            self.limit_name = limit_name
+        remote_cls = ray.remote(_EngineActor)
+        base = None if base_dir is None else str(Path(base_dir).resolve())
+        payload = self.settings.model_dump(mode="json")
+        strategies: list[Any] = [placement] * num_actors
+        self._group: Any = None
+        if placement == "SPREAD" and 1 < num_actors <= nodes:
+            # Ray's SPREAD strategy is best effort (two actors may share a node); a
+            # STRICT_SPREAD placement group puts each actor on its own node.
+            from ray.util.placement_group import placement_group
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            self._group = placement_group(
+                [{"CPU": cpus_per_actor}] * num_actors, strategy="STRICT_SPREAD"
+            )
+            strategies = [
+                PlacementGroupSchedulingStrategy(self._group, placement_group_bundle_index=i)
+                for i in range(num_actors)
+            ]
+        handles = [
+            remote_cls.options(
+                num_cpus=cpus_per_actor,
+                max_concurrency=max_in_flight,
+                scheduling_strategy=strategy,
+            ).remote(payload, base, self.limit_name, NAMESPACE)
+            for strategy in strategies
+        ]
+        try:
+            where = ray.get([h.where.remote() for h in handles], timeout=start_timeout_s)
+        except Exception as exc:
+            for h in handles:
+                ray.kill(h)
+            self._remove_group()
+            free = ray.available_resources().get("CPU", 0.0)
+            raise RuntimeError(
+                f"RayScorer: could not start {num_actors} actor(s) with num_cpus="
+                f"{cpus_per_actor} within {start_timeout_s}s ({free} CPUs free in the "
+                f"cluster): lower num_actors or cpus_per_actor ({type(exc).__name__})"
+            ) from None
+        self._actors = [
+            _Actor(i, h, h._actor_id.hex(), str(w["node"]), int(w["pid"]))
+            for i, (h, w) in enumerate(zip(handles, where, strict=True))
+        ]
+        self._closed = False
+        self._lock = threading.Lock()
+        self._slots_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- introspection -----------------------------------------------------------------
+
+    @property
+    def actors(self) -> list[dict[str, Any]]:
+        """Each actor's index, node id, process id and liveness (as last seen)."""
+        return [
+            {"index": a.index, "node": a.node, "pid": a.pid, "alive": not a.dead}
+            for a in self._actors
+        ]
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every actor's engine and end the actors. Idempotent; the cluster stays up
+        (the named limit actor too: it is shared by name). A Ray connection this scorer made
+        is closed; one the caller made stays."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        ray = self._ray
+        live = [a for a in self._actors if not a.dead]
+        try:
+            ray.get([a.handle.close.remote() for a in live], timeout=60)
+        except Exception:  # a dead or wedged actor: killed below anyway
+            pass
+        for a in self._actors:
+            try:
+                ray.kill(a.handle)
+            except Exception:
+                pass
+        self._remove_group()
+        if self._owns_ray:  # connected by this scorer (the CLI): disconnect again
+            ray.shutdown()
+
+    def _remove_group(self) -> None:
+        if self._group is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            try:
+                remove_placement_group(self._group)
+            except Exception:  # already gone with its cluster
+                pass
+            self._group = None
+
+    def __enter__(self) -> RayScorer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> RayScorer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    # -- scoring -----------------------------------------------------------------------
+
+    def score(self, items: Iterable[Item]) -> list[Result]:
+        """Score ``items`` (blocking); results in input order.
+
+        Raises:
+            RuntimeError: called from inside a running event loop (use :meth:`score_async`).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.score_async(items))
+        raise RuntimeError("RayScorer.score() inside an event loop: await score_async()")
+
+    async def score_async(self, items: Iterable[Item] | AsyncIterable[Item]) -> list[Result]:
+        """Score ``items`` without blocking the caller's loop; results in input order."""
+        return [r async for r in self.stream(items)]
+
+    async def stream(self, items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Result]:
+        """Yield one result per item, in input order, with a bounded window in flight."""
+        if self._closed:
+            raise RuntimeError("this RayScorer is closed")
+        loop = asyncio.get_running_loop()
+        if self._slots_loop is not loop:
+            # The per-actor bounds belong to one event loop; concurrent streams on that loop
+            # (a reward manager's overlapping batches) share them.
+            for actor in self._actors:
+                actor.slots = asyncio.Semaphore(self.max_in_flight)
+            self._slots_loop = loop
+        window = 2 * self.max_in_flight * max(len(self._actors), 1)
+        pending: deque[asyncio.Task[Result] | Result] = deque()
+        try:
+            async for item in _aiter(items):
+                pending.append(self._start(item))
+                while pending and (
+                    isinstance(pending[0], Result) or pending[0].done() or len(pending) >= window
+                ):
+                    head = pending.popleft()
+                    yield head if isinstance(head, Result) else await head
+            while pending:
+                head = pending.popleft()
+                yield head if isinstance(head, Result) else await head
+        finally:
+            for task in pending:
+                if isinstance(task, asyncio.Task):
+                    task.cancel()
+
+    def _start(self, item: Item) -> asyncio.Task[Result] | Result:
+        if isinstance(item, Result):
+            return item
+        payload = item.model_dump(mode="json") if isinstance(item, Trajectory) else item
+        return asyncio.get_running_loop().create_task(self._run(payload))
+
+    def _route(self, key: bytes) -> _Actor | None:
+        """Rendezvous hashing: the live actor with the highest hash of (key, actor)."""
+        best: _Actor | None = None
+        best_score = b""
+        for actor in self._actors:
+            if actor.dead:
+                continue
+            score = hashlib.blake2b(key + actor.actor_id.encode(), digest_size=8).digest()
+            if best is None or score > best_score:
+                best, best_score = actor, score
+        return best
+
+    async def _run(self, payload: dict[str, Any]) -> Result:
+        ray = self._ray
+        self.stats.items += 1
+        key = _task_key(payload)
+        attempts = 0
+        last = "no live Ray actor"
+        while attempts < self.max_attempts:
+            actor = self._route(key)
+            if actor is None:
+                break
+            assert actor.slots is not None
+            async with actor.slots:
+                if actor.dead:  # died while this item waited for a slot: not an attempt
+                    continue
+                attempts += 1
+                if attempts > 1:
+                    self.stats.retried += 1
+                ref = actor.handle.score.remote([payload])
+                try:
+                    [raw] = await asyncio.wait_for(ref, self.call_timeout_s)
+                except ray.exceptions.ActorUnavailableError as exc:  # before its base class
+                    last = f"Ray actor {actor.index} unavailable: {exc}"
+                    continue
+                except ray.exceptions.RayActorError as exc:
+                    last = f"Ray actor {actor.index} on node {actor.node[:12]} died: {exc}"
+                    self._mark_dead(actor)
+                    continue
+                except TimeoutError:
+                    ray.cancel(ref)
+                    self.stats.failed += 1
+                    return self._infra(
+                        payload,
+                        f"Ray actor {actor.index} gave no result within {self.call_timeout_s}s",
+                        attempts,
+                    )
+                except Exception as exc:  # a bug in an actor is infra, never a score
+                    self.stats.failed += 1
+                    return self._infra(payload, f"Ray actor call failed: {exc}"[:2000], attempts)
+            self.stats.by_node[actor.node] += 1
+            return Result.model_validate(raw)
+        self.stats.failed += 1
+        return self._infra(payload, f"{last} (after {attempts} attempt(s))", max(attempts, 1))
+
+    def _mark_dead(self, actor: _Actor) -> None:
+        if actor.dead:
+            return
+        actor.dead = True
+        self.stats.dead_actors += 1
+        if self.limit_name is not None:
+            try:
+                limit = self._ray.get_actor(self.limit_name, namespace=NAMESPACE)
+                limit.release_holder.remote(actor.actor_id)
+            except Exception:  # the limit actor itself is gone: nothing to return
+                pass
+
+    @staticmethod
+    def _infra(payload: dict[str, Any], message: str, attempts: int) -> Result:
+        result = Result.errored("infra", message)
+        error = result.error
+        assert error is not None
+        update: dict[str, Any] = {"error": error.model_copy(update={"attempts": attempts})}
+        if isinstance(payload.get("id"), str):
+            update["id"] = payload["id"]
+        return result.model_copy(update=update)
+
+
+async def _aiter(items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Item]:
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item
+
+
+def wait_for_nodes(count: int, timeout_s: float = 60.0) -> None:
+    """Block until the connected cluster has ``count`` alive nodes (for tests and scripts).
+
+    Raises:
+        TimeoutError: fewer nodes after ``timeout_s``.
+    """
+    ray = _ray()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = sum(1 for n in ray.nodes() if n.get("Alive"))
+        if alive >= count:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{alive} of {count} Ray nodes alive after {timeout_s}s")
+        time.sleep(0.2)
