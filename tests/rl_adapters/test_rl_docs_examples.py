@@ -10,9 +10,10 @@ that says how it runs and which names are placeholders; a block without one fail
   report_to="none"``: a real ``GRPOTrainer.train()``.
 - ``python``: executed with its placeholder names defined (or, for ``reward.py``, written
   to a file and loaded the way OpenRLHF loads ``--reward.remote_url file.py``).
-- ``deepspeed``: not run by this file yet (on this machine ``deepspeed.init_distributed``
-  with gloo hung in both the launcher and a hand-made 2-rank run while this was written);
-  the adapter itself is tested on 2 gloo ranks in test_rl_deepspeed.py.
+- ``deepspeed``: executed under the DeepSpeed launcher (``deepspeed --num_gpus 2``) with
+  ``DS_ACCELERATOR=cpu``, where ``deepspeed.init_distributed()`` picks gloo; each rank defines
+  its own ``prompts``/``responses``/``answers`` (the placeholders) before the example's code.
+  (An earlier hang here was a stale torch JIT build lock, see .ci/setup.d/60-deepspeed-ops.sh.)
 - ``verl-config``: veRL's trainer needs vLLM and a GPU, so the ``reward.*`` overrides are
   applied to a veRL config with OmegaConf's dotlist (as Hydra does) and handed to veRL's
   own loaders (``resolve_reward_manager_cls``, ``get_custom_reward_fn``), then used.
@@ -274,3 +275,49 @@ def test_serve_example_runs_as_written() -> None:
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+DEEPSPEED_RANK_DATA = """
+import os
+_rank = int(os.environ["RANK"])
+prompts = ["p", "p"] if _rank == 0 else ["p"]
+responses = ["The answer is 2", "no idea"] if _rank == 0 else ["It is 3"]
+answers = ["2", "2"] if _rank == 0 else ["4"]
+"""
+
+
+@pytest.mark.rl
+@pytest.mark.slow
+def test_deepspeed_example_runs_under_the_launcher(tmp_path: Path) -> None:
+    """The page's DeepSpeed block, run by the real launcher on 2 CPU ranks: every rank gets
+    its own samples' rewards, position for position (never rank 0's)."""
+    (code,) = _of("deepspeed")
+    script = DEEPSPEED_RANK_DATA + code
+    script += (
+        "\nimport json\n"
+        'print("RESULT", _rank, json.dumps({"rewards": rewards.tolist(), '
+        '"valid": valid.tolist()}), flush=True)\n'
+    )
+    train = tmp_path / "train.py"
+    train.write_text(script, encoding="utf-8")
+    port = rl_helpers.free_port()
+    env = {**os.environ, "DS_ACCELERATOR": "cpu", "VERIFIERS_LOCK_DIR": str(tmp_path)}
+    launcher = "from deepspeed.launcher.runner import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", launcher, "--num_gpus", "2", "--master_port", str(port), str(train)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    got: dict[int, Any] = {}
+    for line in done.stdout.splitlines():
+        if "RESULT " in line:
+            _, rank, payload = line[line.index("RESULT ") :].split(" ", 2)
+            got[int(rank)] = json.loads(payload)
+    assert got == {
+        0: {"rewards": [1.0, 0.0], "valid": [True, True]},
+        1: {"rewards": [0.0], "valid": [True]},
+    }, done.stdout[-3000:]
