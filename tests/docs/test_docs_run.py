@@ -6,7 +6,9 @@ there for the relative paths the docs use:
 
 - ``python``: ``python -`` (the block on stdin) in a temporary venv made with
   ``--system-site-packages`` over this checkout's environment;
-- ``bash`` / ``sh``: ``bash -euo pipefail`` in the same venv (``pip`` installs into it);
+- ``bash`` / ``sh``: ``bash -euo pipefail`` in the same venv (``pip`` installs into it); a
+  leading ``pip install . && `` (the README's first command) is dropped, as the checkout is
+  installed there already;
 - ``json``: must parse as one JSON document, or as JSON Lines (every line an object), so what
   the docs show can be pasted into a JSONL file; ``toml``: must parse.
 
@@ -31,7 +33,7 @@ import subprocess
 import sys
 import sysconfig
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -155,6 +157,18 @@ def doc_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+INSTALL_THIS = "pip install . && "
+
+
+def _installed(block: Block) -> Block:
+    """A block that starts by installing this checkout (``pip install . && ...``, the README's
+    first command) runs its rest: the docs venv already has the checkout installed, and the
+    block runs in a temporary directory, where ``.`` is not the project."""
+    if block.lang in ("bash", "sh") and block.body.startswith(INSTALL_THIS):
+        return replace(block, body=block.body[len(INSTALL_THIS) :])
+    return block
+
+
 def _run(block: Block, cwd: Path, venv: Path) -> None:
     env = {
         **os.environ,
@@ -219,7 +233,7 @@ def test_doc_blocks_run(doc: str, doc_venv: Path, tmp_path: Path) -> None:
             path.write_text(block.body)
             continue
         if block.lang in RUN:
-            _run(block, tmp_path, doc_venv)
+            _run(_installed(block), tmp_path, doc_venv)
         elif block.lang in PARSE:
             _parse(block)
         else:
