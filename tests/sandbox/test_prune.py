@@ -92,17 +92,34 @@ def test_a_local_provider_holds_its_roots_until_closed() -> None:
             os.close(fd)
         return False
 
+    def shared_lock_on_root(fd: int) -> bool:
+        """``fd`` is open on ``root`` and carries a shared flock (its /proc fdinfo says so)."""
+        try:
+            same = os.path.samefile(os.readlink(f"/proc/self/fd/{fd}"), root)
+            with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+                flocked = any("FLOCK" in x and "READ" in x for x in info)
+        except OSError:
+            return False
+        return same and flocked
+
+    held: list[int] = []
+
     async def main_() -> None:
         provider = LocalProvider(settings)
         try:
             async with provider.session("python") as sb:
                 assert (await sb.exec(["python3", "-c", "print(1)"])).stdout == b"1\n"
             assert locked_by_someone()
+            held.extend(provider._holds)
+            assert held and all(shared_lock_on_root(fd) for fd in held), held
         finally:
             await provider.close()
+        assert not provider._holds
 
     asyncio.run(main_())
-    assert not locked_by_someone()
+    # Its own locks are gone. (Whether the root is unlocked altogether depends on other
+    # providers alive in this test process, e.g. module-scoped fixtures of earlier tests.)
+    assert not any(shared_lock_on_root(fd) for fd in held)
 
 
 @pytest.mark.docker
