@@ -60,12 +60,14 @@ def hold_rootfs(root: Path, recheck: Callable[[], Path]) -> int:
         SandboxUnavailable: (from ``recheck``) the folder went away meanwhile.
     """
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    held = False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
         recheck()
-    except BaseException:
-        os.close(fd)
-        raise
+        held = True
+    finally:
+        if not held:  # the lock or the recheck failed (or was interrupted): nothing is held
+            os.close(fd)
     return fd
 
 

@@ -92,7 +92,10 @@ def run_script(result_name: str) -> int:
         if not BRepTools.Write_s(shape, BREP):
             raise OSError("the part could not be written as BREP")
         report["ok"] = True
-    except BaseException as exc:
+    except (Exception, SystemExit) as exc:
+        # The model's script failed to build a part, ``sys.exit()`` included: report where.
+        # (A KeyboardInterrupt or a signal ends the process instead: the host scores that
+        # exit/signal as the model's fail, see _verifier._outcome.)
         frames = [
             {"line": f.lineno, "func": f.name, "text": (f.line or "")[:300]}
             for f in traceback.extract_tb(exc.__traceback__)
