@@ -190,6 +190,7 @@ class Table:
         index: Position among the document's tables (0-based).
         scale: Scale declared for this table ("in thousands"), or ``""``.
         strategy: How it was extracted (``inline``, ``lines``, ``text``, ``csv``, ``html``).
+        ordinal: Position among the tables of its PDF page (0-based), or None.
     """
 
     rows: list[list[str]]
@@ -197,6 +198,7 @@ class Table:
     index: int = 0
     scale: str = ""
     strategy: str = "inline"
+    ordinal: int | None = None
     numbers: list[list[Number | None]] = field(init=False, repr=False)
     header_rows: int = field(init=False, repr=False)
     labels: list[str] = field(init=False, repr=False)
@@ -243,11 +245,18 @@ class Table:
 
     @property
     def name(self) -> str:
-        """``table 1 (page 3)`` for feedback."""
+        """``table 1 (page 3)`` for feedback; ``table 0 on page 3`` for a PDF's tables.
+
+        A PDF is read lazily (only the pages a question needs), so its tables are named by
+        their page, which never depends on which other pages were parsed.
+        """
         if not self._name:
-            self._name = f"table {self.index}" + (
-                f" (page {self.page})" if self.page is not None else ""
-            )
+            if self.ordinal is not None and self.page is not None:
+                self._name = f"table {self.ordinal} on page {self.page}"
+            else:
+                self._name = f"table {self.index}" + (
+                    f" (page {self.page})" if self.page is not None else ""
+                )
         return self._name
 
     # -- resolving citations ---------------------------------------------------------------

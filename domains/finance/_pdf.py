@@ -19,9 +19,15 @@ from verifiers.errors import BadInput, MissingDependency
 from ._document import detect_scale
 from ._numbers import parse_number
 
-__all__ = ["EXTRACTOR_VERSION", "extract_tables", "split_multiline_rows"]
+__all__ = [
+    "EXTRACTOR_VERSION",
+    "extract_pages",
+    "extract_tables",
+    "no_text_error",
+    "split_multiline_rows",
+]
 
-EXTRACTOR_VERSION = "2"
+EXTRACTOR_VERSION = "3"
 """Bumped when extraction output changes; part of the cache key."""
 
 _TEXT_SETTINGS = {"vertical_strategy": "text", "horizontal_strategy": "text"}
@@ -67,8 +73,98 @@ def _useful(rows: list[list[str]]) -> bool:
     return any(parse_number(c) is not None for r in rows for c in r[1:])
 
 
+def _open(path: str) -> Any:
+    """``pdfplumber.open`` with its failures as ``BadInput`` naming the file."""
+    try:
+        import pdfplumber
+        from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+        from pdfminer.pdfparser import PDFSyntaxError
+        from pdfplumber.utils.exceptions import PdfminerException
+    except ImportError:
+        raise MissingDependency("pdfplumber", "finance") from None
+    try:
+        return pdfplumber.open(path)
+    except PdfminerException as exc:
+        inner = exc.args[0] if exc.args else exc
+        if isinstance(inner, PDFPasswordIncorrect | PDFEncryptionError):
+            raise BadInput(f"PDF {path!r} is encrypted (password protected)") from None
+        reason = str(inner) or type(inner).__name__
+        raise BadInput(f"PDF {path!r} is empty or malformed: {reason}") from None
+    except (PDFSyntaxError, OSError, ValueError) as exc:
+        raise BadInput(f"PDF {path!r} cannot be read: {exc}") from None
+
+
+def _read_page(page: Any) -> dict[str, Any]:
+    """One page's text, scale note and useful tables (``{"text", "scale", "tables"}``)."""
+    if _has_duplicate_chars(page.chars):
+        page = page.dedupe_chars()
+    text = (page.extract_text() or "")[:_MAX_TEXT_PER_PAGE]
+    page_scale = detect_scale(text)
+    found = [split_multiline_rows(t) for t in page.extract_tables()]
+    strategy = "lines"
+    found = [t for t in found if _useful(t)]
+    if not found:
+        strategy = "text"
+        found = [split_multiline_rows(t) for t in page.extract_tables(_TEXT_SETTINGS)]
+        found = [t for t in found if _useful(t)]
+    return {
+        "text": text,
+        "scale": page_scale,
+        "tables": [{"strategy": strategy, "scale": page_scale, "rows": rows} for rows in found],
+    }
+
+
+def extract_pages(payload: dict[str, Any]) -> dict[str, Any]:
+    """Extract the text and tables of some pages of a PDF (the lazy reader's unit of work).
+
+    Args:
+        payload: ``{"path": str, "pages": [1-based page numbers], "max_pages": int}``; page
+            numbers beyond the document are ignored.
+
+    Returns:
+        ``{"pages": n, "read": {"<page>": {"text", "scale", "tables": [{"strategy", "scale",
+        "rows"}]}}}``: ``n`` is the document's page count.
+
+    Raises:
+        BadInput: the file is empty, encrypted, not a PDF, damaged, has no pages or more than
+            ``max_pages``.
+        MissingDependency: pdfplumber is not installed.
+    """
+    from pdfminer.pdfparser import PDFSyntaxError
+    from pdfplumber.utils.exceptions import PdfminerException
+
+    path = str(payload["path"])
+    max_pages = int(payload.get("max_pages", 200))
+    wanted = sorted({int(p) for p in payload.get("pages", [])})
+    pdf = _open(path)
+    read: dict[str, Any] = {}
+    try:
+        with pdf:
+            count = len(pdf.pages)
+            if not count:
+                raise BadInput(f"PDF {path!r} has no pages")
+            if count > max_pages:
+                raise BadInput(f"PDF {path!r} has {count} pages; the limit is {max_pages}")
+            for number in wanted:
+                if 1 <= number <= count:
+                    page = pdf.pages[number - 1]
+                    read[str(number)] = _read_page(page)
+                    page.close()  # drop the page's layout objects: memory stays per page
+    except PdfminerException as exc:
+        inner = exc.args[0] if exc.args else exc
+        raise BadInput(f"PDF {path!r} is malformed: {inner}") from None
+    except (PDFSyntaxError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BadInput(f"PDF {path!r} is malformed: {type(exc).__name__}: {exc}") from None
+    return {"pages": count, "read": read}
+
+
+def no_text_error(path: str) -> BadInput:
+    """The error of a PDF without a table or a line of text on any page."""
+    return BadInput(f"PDF {path!r} has no extractable text (a scanned image?)")
+
+
 def extract_tables(payload: dict[str, Any]) -> dict[str, Any]:
-    """Extract every table and the text of a PDF.
+    """Extract every table and the text of a PDF (every page, in one process).
 
     Args:
         payload: ``{"path": str, "max_pages": int}``.
@@ -81,64 +177,18 @@ def extract_tables(payload: dict[str, Any]) -> dict[str, Any]:
         BadInput: the file is empty, encrypted, not a PDF, damaged, or has no text at all.
         MissingDependency: pdfplumber is not installed.
     """
-    try:
-        import pdfplumber
-        from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
-        from pdfminer.pdfparser import PDFSyntaxError
-        from pdfplumber.utils.exceptions import PdfminerException
-    except ImportError:
-        raise MissingDependency("pdfplumber", "finance") from None
-
     path = str(payload["path"])
     max_pages = int(payload.get("max_pages", 200))
-    try:
-        pdf = pdfplumber.open(path)
-    except PdfminerException as exc:
-        inner = exc.args[0] if exc.args else exc
-        if isinstance(inner, PDFPasswordIncorrect | PDFEncryptionError):
-            raise BadInput(f"PDF {path!r} is encrypted (password protected)") from None
-        reason = str(inner) or type(inner).__name__
-        raise BadInput(f"PDF {path!r} is empty or malformed: {reason}") from None
-    except (PDFSyntaxError, OSError, ValueError) as exc:
-        raise BadInput(f"PDF {path!r} cannot be read: {exc}") from None
-    tables: list[dict[str, Any]] = []
+    out = extract_pages({"path": path, "max_pages": max_pages, "pages": range(1, max_pages + 1)})
     texts: list[str] = []
-    try:
-        with pdf:
-            if not pdf.pages:
-                raise BadInput(f"PDF {path!r} has no pages")
-            if len(pdf.pages) > max_pages:
-                raise BadInput(f"PDF {path!r} has {len(pdf.pages)} pages; the limit is {max_pages}")
-            for number, page in enumerate(pdf.pages, start=1):
-                if _has_duplicate_chars(page.chars):
-                    page = page.dedupe_chars()
-                text = (page.extract_text() or "")[:_MAX_TEXT_PER_PAGE]
-                texts.append(text)
-                page_scale = detect_scale(text)
-                found = [split_multiline_rows(t) for t in page.extract_tables()]
-                strategy = "lines"
-                found = [t for t in found if _useful(t)]
-                if not found:
-                    strategy = "text"
-                    found = [split_multiline_rows(t) for t in page.extract_tables(_TEXT_SETTINGS)]
-                    found = [t for t in found if _useful(t)]
-                for rows in found:
-                    tables.append(
-                        {
-                            "page": number,
-                            "index": len(tables),
-                            "strategy": strategy,
-                            "scale": page_scale,
-                            "rows": rows,
-                        }
-                    )
-    except PdfminerException as exc:
-        inner = exc.args[0] if exc.args else exc
-        raise BadInput(f"PDF {path!r} is malformed: {inner}") from None
-    except (PDFSyntaxError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise BadInput(f"PDF {path!r} is malformed: {type(exc).__name__}: {exc}") from None
+    tables: list[dict[str, Any]] = []
+    for number in range(1, out["pages"] + 1):
+        page = out["read"][str(number)]
+        texts.append(page["text"])
+        for table in page["tables"]:
+            tables.append({"page": number, "index": len(tables), **table})
     if not tables and not any(t.strip() for t in texts):
-        raise BadInput(f"PDF {path!r} has no extractable text (a scanned image?)")
+        raise no_text_error(path)
     return {
         "pages": len(texts),
         "scale": detect_scale("\n".join(texts)),

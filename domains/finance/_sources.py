@@ -17,19 +17,24 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from verifiers.errors import BadInput, MissingDependency
+from verifiers.errors import BadInput, MissingDependency, VerifierError, VerifierTimeout
 
 from ._document import Document, Table, detect_scale
-from ._pdf import EXTRACTOR_VERSION
+from ._numbers import Number
+from ._pdf import EXTRACTOR_VERSION, no_text_error
+from ._pdfindex import PageIndex, page_index
 
 if TYPE_CHECKING:
     from verifiers.context import VerifierContext
     from verifiers.types import Trajectory
 
 __all__ = [
+    "PdfNeeds",
     "PdfTableCache",
     "clear_inline_caches",
     "document_from_extraction",
@@ -41,6 +46,10 @@ __all__ = [
 _MAX_INLINE_BYTES = 8 * 1024 * 1024
 _HASH_IN_THREAD_BYTES = 1024 * 1024
 _SCALES = ("", "thousand", "million", "billion")
+_PARSE_PROCESSES = min(4, os.cpu_count() or 1)
+"""Worker processes one document's pages are spread over when many are needed."""
+_PAGES_PER_PROCESS = 8
+"""Pages a process parses before the next process is worth starting."""
 
 
 class _DocumentLRU:
@@ -116,6 +125,28 @@ class PdfTableCache:
         except OSError:
             pass  # a read-only or full cache dir only costs speed
 
+    def merge(self, key: str, update: dict[str, Any]) -> None:
+        """Add parsed pages (``{"pages", "read": {page: ...}}``) or an ``index`` to an entry.
+
+        The disk copy is re-read before writing, so processes sharing the directory add to
+        each other's pages (a lost race only costs a page parsed twice).
+        """
+        current = self.get(key) or {}
+        if self.directory is not None:
+            try:
+                on_disk = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                on_disk = None
+            if isinstance(on_disk, dict) and isinstance(on_disk.get("read"), dict):
+                current = {
+                    **on_disk,
+                    **current,
+                    "read": {**on_disk["read"], **current.get("read", {})},
+                }
+        merged = {**current, **{k: v for k, v in update.items() if k != "read"}}
+        merged["read"] = {**current.get("read", {}), **update.get("read", {})}
+        self.put(key, merged)
+
     def clear_memory(self) -> None:
         """Forget the in-memory layer (the disk layer stays)."""
         with self._lock:
@@ -158,6 +189,214 @@ def document_from_extraction(data: dict[str, Any], declared_scale: str = "") -> 
     return Document(tables, text, declared_scale or str(data.get("scale") or ""), "pdf")
 
 
+@dataclass(frozen=True)
+class PdfNeeds:
+    """What one answer needs from a PDF: the figures it quotes, and where it cites them.
+
+    Attributes:
+        figures: ``(quoted figure, citation or None)`` per operand the computation uses and
+            per literal in it (literals are uncited).
+        full: Every page is needed: a citation names a table by its document-wide index, or
+            a FinQA program reads rows by label (``table_*``), which any page may hold.
+    """
+
+    figures: tuple[tuple[Number, dict[str, Any] | None], ...] = ()
+    full: bool = False
+
+
+_FULL = PdfNeeds(full=True)
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _chunks(pages: list[int], parts: int) -> list[list[int]]:
+    parts = max(1, min(parts, len(pages)))
+    return [pages[i::parts] for i in range(parts)]
+
+
+class _LazyPdf:
+    """Parses the pages of one PDF that a question needs (see :func:`load_pdf`)."""
+
+    def __init__(
+        self,
+        path: Path,
+        key: str,
+        ctx: VerifierContext,
+        *,
+        timeout: float,
+        memory_mb: int,
+        max_pages: int,
+    ) -> None:
+        self.path, self.key, self.ctx = path, key, ctx
+        self.timeout, self.memory_mb, self.max_pages = timeout, memory_mb, max_pages
+        entry = pdf_cache.get(key) or {}
+        read = entry.get("read")
+        self.read: dict[str, dict[str, Any]] = dict(read) if isinstance(read, dict) else {}
+        count = entry.get("pages")
+        self.count: int | None = count if _int(count) else None
+        self.index_data: Any = entry.get("index")
+        self.cached = True
+
+    def _check_count(self) -> int:
+        assert self.count is not None
+        if self.count > self.max_pages:
+            raise BadInput(
+                f"PDF {str(self.path)!r} has {self.count} pages; the limit is {self.max_pages}"
+            )
+        return self.count
+
+    async def parse(self, pages: Iterable[int]) -> None:
+        """Parse the pages not read yet, in parallel worker processes when there are many."""
+        todo = sorted(
+            {p for p in pages if str(p) not in self.read}
+            if self.count is None
+            else {p for p in pages if 1 <= p <= self._check_count() and str(p) not in self.read}
+        )
+        if not todo and self.count is not None:
+            return
+        self.cached = False
+        workers = max(1, min(_PARSE_PROCESSES, len(todo) // _PAGES_PER_PROCESS + 1))
+        results = await asyncio.gather(
+            *(
+                self.ctx.run_in_worker(
+                    "verifiers.domains.finance._pdf:extract_pages",
+                    {"path": str(self.path), "max_pages": self.max_pages, "pages": chunk},
+                    timeout=min(self.timeout, self.ctx.remaining()),
+                    memory_mb=self.memory_mb,
+                )
+                for chunk in (_chunks(todo, workers) if todo else [[]])
+            )
+        )
+        new: dict[str, Any] = {}
+        for result in results:
+            if not isinstance(result, dict) or not _int(result.get("pages")):
+                raise BadInput(f"PDF {str(self.path)!r}: extraction returned no pages")
+            self.count = int(result["pages"])
+            new.update(result.get("read") or {})
+        self.read.update(new)
+        pdf_cache.merge(self.key, {"pages": self.count, "read": new})
+        self._check_count()
+
+    async def index(self) -> PageIndex | None:
+        """The pdfium page index (built once per document and cached), or None."""
+        assert self.count is not None
+        if self.index_data is None:
+            try:
+                self.index_data = await self.ctx.run_in_worker(
+                    "verifiers.domains.finance._pdfindex:index_pdf",
+                    {"path": str(self.path), "max_pages": self.max_pages},
+                    timeout=min(self.timeout, self.ctx.remaining()),
+                    memory_mb=self.memory_mb,
+                )
+            except VerifierTimeout:
+                raise
+            except VerifierError:
+                # pdfium cannot read (or crashed on) a file pdfplumber reads: the index is a
+                # shortcut only, so every page is parsed, as before the index existed.
+                self.index_data = {"failed": True}
+            pdf_cache.merge(self.key, {"index": self.index_data})
+        return page_index(self.index_data, self.count)
+
+    def has(self, page: int, what: str) -> bool:
+        found = self.read.get(str(page))
+        if found is None:
+            return False
+        if what == "tables":
+            return bool(found.get("tables"))
+        if what == "scale":
+            return bool(found.get("text")) and bool(detect_scale(str(found["text"])))
+        return bool(found.get("tables")) or bool(str(found.get("text", "")).strip())
+
+    async def first_with(self, what: str, candidates: list[int]) -> None:
+        """Parse ``candidates`` in order until one has ``what`` (tables, a scale note, content)."""
+        step = _PAGES_PER_PROCESS
+        for _ in range(len(candidates) + 1):
+            first = next(
+                (p for p in candidates if str(p) not in self.read or self.has(p, what)), None
+            )
+            if first is None or str(first) in self.read:
+                return
+            start = candidates.index(first)
+            await self.parse([p for p in candidates[start:] if str(p) not in self.read][:step])
+            step *= 2
+
+    async def load(self, needs: PdfNeeds, declared: str) -> None:
+        cited: set[int] = {1}
+        search: list[Number] = []
+        for number, cite in needs.figures:
+            cite = cite or {}
+            page, paragraph = cite.get("page"), cite.get("paragraph", cite.get("text"))
+            if isinstance(page, int) and _int(page):
+                cited.add(page)
+            if isinstance(paragraph, int) and _int(paragraph):
+                cited.add(paragraph + 1)  # a PDF's paragraph p is the text of page p + 1
+            searches_text = paragraph is not None or (
+                cite.get("row") is None and cite.get("column") is None
+            )
+            if not _int(page) or (searches_text and not _int(paragraph)):
+                search.append(number)
+        await self.parse(cited)
+        count = self._check_count()
+        if needs.full:
+            await self.parse(range(1, count + 1))
+            return
+        need_scale = not declared and not self.has(1, "scale")
+        need_table = not self.has(1, "tables")
+        if not (search or need_scale or need_table):
+            return
+        index = await self.index()
+        if index is None:
+            await self.parse(range(1, count + 1))
+            return
+        pages: set[int] = set()
+        for number in search:
+            pages |= index.candidates(number)
+        await self.parse(pages)
+        if need_scale:
+            # The document's scale note is the first one in page order.
+            await self.first_with("scale", index.scale_pages())
+        if need_table:
+            # Feedback names the first table that lacks a cited row: it must be the same one.
+            await self.first_with("tables", index.digit_pages())
+        if not any(self.has(int(p), "content") for p in self.read):
+            await self.first_with("content", index.text_pages() or list(range(1, count + 1)))
+
+    def document(self, declared: str, text: list[str]) -> Document:
+        assert self.count is not None
+        count = self.count
+        complete = all(str(p) in self.read for p in range(1, count + 1))
+        loaded = tuple(sorted(int(p) for p in self.read if 1 <= int(p) <= count))
+        if not any(self.has(p, "content") for p in loaded):
+            raise no_text_error(str(self.path))
+        doc_key = f"{self.key}|{loaded}|{declared}|{json.dumps(text)}"
+        found = pdf_cache.documents.get(doc_key)
+        if found is not None:
+            return found
+        tables: list[Table] = []
+        for page in loaded:
+            for ordinal, table in enumerate(self.read[str(page)].get("tables", [])):
+                tables.append(
+                    Table(
+                        rows=table["rows"],
+                        page=page,
+                        index=len(tables) if complete else -1,
+                        scale=str(table.get("scale") or ""),
+                        strategy=str(table.get("strategy", "lines")),
+                        ordinal=ordinal,
+                    )
+                )
+        pages = [str(self.read.get(str(p), {}).get("text", "")) for p in range(1, count + 1)]
+        scale = declared or next(
+            (s for p in loaded if (s := detect_scale(str(self.read[str(p)].get("text", ""))))),
+            "",
+        )
+        doc = Document(tables, pages + list(text), scale, "pdf")
+        pdf_cache.documents.put(doc_key, doc)
+        return doc
+
+
 async def load_document(
     document: dict[str, Any],
     trajectory: Trajectory,
@@ -166,8 +405,12 @@ async def load_document(
     pdf_timeout: float,
     pdf_memory_mb: int,
     max_pages: int,
+    needs: PdfNeeds | None = None,
 ) -> tuple[Document, dict[str, Any]]:
     """Turn ``task.spec.document`` into a Document.
+
+    A PDF is read lazily: only the pages ``needs`` asks for (see :class:`PdfNeeds` and
+    ``_pdfindex``) are parsed; ``needs=None`` parses every page.
 
     Returns:
         The document and details for the result (``source``, ``sha256``, ``cached``).
@@ -189,29 +432,21 @@ async def load_document(
             digest = await asyncio.to_thread(_sha256, path)  # keep the event loop responsive
         else:
             digest = _sha256(path)
-        key = f"{digest}-v{EXTRACTOR_VERSION}-p{max_pages}"
-        extraction = pdf_cache.get(key)
-        cached = extraction is not None
-        if extraction is None:
-            extraction = await ctx.run_in_worker(
-                "verifiers.domains.finance._pdf:extract_tables",
-                {"path": str(path), "max_pages": max_pages},
-                timeout=min(pdf_timeout, ctx.remaining()),
-                memory_mb=pdf_memory_mb,
-            )
-            if not isinstance(extraction, dict):
-                raise BadInput(f"PDF {document['pdf']!r}: extraction returned no tables")
-            pdf_cache.put(key, extraction)
-        doc_key = f"{key}|{declared}|{json.dumps(text)}"
-        doc = pdf_cache.documents.get(doc_key) if cached else None
-        if doc is None:
-            doc = document_from_extraction(extraction, declared)
-            doc.text = doc.text + list(text)
-            pdf_cache.documents.put(doc_key, doc)
+        lazy = _LazyPdf(
+            path,
+            f"{digest}-v{EXTRACTOR_VERSION}",
+            ctx,
+            timeout=pdf_timeout,
+            memory_mb=pdf_memory_mb,
+            max_pages=max_pages,
+        )
+        await lazy.load(needs or _FULL, declared)
+        doc = lazy.document(declared, list(text))
         return doc, {
             "source": "pdf",
             "sha256": digest,
-            "pdf_cached": cached,
+            "pdf_cached": lazy.cached,
+            "pages_parsed": len(lazy.read),
             "tables": len(doc.tables),
         }
     if "table" in document or "tables" in document:

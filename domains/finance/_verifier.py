@@ -50,7 +50,7 @@ from ._formula import (
 )
 from ._numbers import Number, parse_number, scale_factor
 from ._relevance import relevance
-from ._sources import load_document, load_inline
+from ._sources import PdfNeeds, load_document, load_inline
 
 __all__ = ["FinanceSpec", "FormulaCrossCheck", "Reference"]
 
@@ -199,6 +199,7 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
         )
         document: Document | None = None
         doc_details: dict[str, Any] = {}
+        completion = completion_text(trajectory)
         if spec.document is not None:
             document, doc_details = await load_document(
                 spec.document,
@@ -207,9 +208,10 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
                 pdf_timeout=spec.pdf_timeout_s,
                 pdf_memory_mb=spec.pdf_memory_mb,
                 max_pages=spec.max_pages,
+                needs=pdf_needs(completion, spec) if "pdf" in spec.document else None,
             )
         return judge(
-            completion_text(trajectory),
+            completion,
             spec,
             document,
             reference,
@@ -249,6 +251,47 @@ class FormulaCrossCheck(Verifier[FinanceSpec]):
             )
         except VerifierError:
             return None
+
+
+def pdf_needs(completion: str, spec: FinanceSpec) -> PdfNeeds:
+    """The figures :func:`judge` will look up in the document, and where (lazy PDF reading).
+
+    Mirrors judge's reading of the answer: the operands the formula or program uses and its
+    literals. An answer judge rejects before grounding needs no figure.
+    """
+    try:
+        answer = read_answer(find_answer(completion))
+        limits = _limits(spec.max_formula_chars)
+        formula = parse_formula(answer.formula, limits) if answer.formula is not None else None
+        program = (
+            parse_program(answer.program, limits)
+            if answer.program is not None and formula is None
+            else None
+        )
+    except (AnswerError, FormulaError):
+        return PdfNeeds()
+    used = formula.names if formula is not None else (program.names if program else frozenset())
+    computes = formula is not None or program is not None
+    figures: list[tuple[Number, dict[str, Any] | None]] = [
+        (operand.number, operand.cite)
+        for operand in answer.operands.values()
+        if operand.number is not None and (not computes or operand.name in used)
+    ]
+    if formula is not None:
+        figures += [
+            (Number(value, decimals), None)
+            for value, decimals in formula.literals
+            if not is_constant(value)
+        ]
+    elif program is not None:
+        figures += [(num, None) for raw in program.literals if (num := parse_number(raw))]
+    full = program is not None and bool(program.rows)
+    full = full or any(
+        isinstance(cite.get("table"), int) and not isinstance(cite.get("table"), bool)
+        for _, cite in figures
+        if cite
+    )
+    return PdfNeeds(tuple(figures), full)
 
 
 def judge(

@@ -1,0 +1,207 @@
+"""A fast text index of a PDF's pages: which pages could print a given figure.
+
+Parsing a page with pdfplumber (layout, then table finding) costs about 50 ms; a 300-page
+report parsed whole costs 16 s and 440 MB before its first question is judged. Most questions
+cite the page they read, and only that page needs parsing. For figures quoted without a page
+(literals in a formula or program, uncited operands) the index says which pages *could* print
+them, and only those are parsed.
+
+The index is built with pdfium (``pypdfium2``), whose text extraction is ~68x faster than
+pdfplumber's. It is only ever a filter: every page it names is still parsed by pdfplumber and
+judged exactly as before, so it must never miss a page where pdfplumber would find the figure.
+That is why the test is deliberately loose (see :func:`could_match`): every grounding rule of
+``same_figure`` compares the quoted and printed values up to a power of ten (scale words,
+percent as a fraction) within half a unit of the less precise one, and a page is a candidate
+when *any* digit run on it passes that test at *any* power of ten. Digit runs are also split
+at commas and points (pdfplumber's text strategy may cut a cell there) and de-doubled (a
+fake-bold PDF prints each glyph twice).
+
+Untrusted PDFs: the index runs in a worker process (a PDF that crashes or balloons pdfium
+takes only the worker down, and the caller then parses every page as before); page count,
+text per page and digit runs per page are bounded, and a page over a bound is marked
+``dense``, i.e. a candidate for every figure.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from verifiers.errors import BadInput, MissingDependency
+
+from ._numbers import Number
+
+__all__ = ["INDEX_VERSION", "PageIndex", "could_match", "index_pdf"]
+
+INDEX_VERSION = "1"
+"""Bumped when the index format or its tokens change; part of the cache entry."""
+
+_MAX_TEXT_PER_PAGE = 200_000
+_MAX_RUNS_PER_PAGE = 4_000
+_RUN = re.compile(r"\d[\d,]*(?:\.\d*)?|\.\d+")
+_NIL = re.compile(
+    r"(?:^|\s)(?:[-\u2010-\u2015\u2212\ufe63\uff0d]{1,3}|nil|n/a|na|none)(?=\s|$)", re.I
+)
+_SCALE_WORDS = ("thousand", "million", "billion", "000s", "'000")
+
+
+def _runs(text: str) -> tuple[set[str], bool]:
+    """Distinct digit runs of a page (with their comma/point pieces), and whether it is dense."""
+    found: set[str] = set()
+    for match in _RUN.finditer(text):
+        run = match.group(0)
+        if len(run) % 2 == 0 and len(run) >= 2 and run[0::2] == run[1::2]:
+            found.add(run[0::2])  # fake bold: "1122,,334455" is "12,345"
+        found.add(run)
+        if "," in run or "." in run:
+            found.update(p for p in re.split(r"[,.]", run) if p)
+        if len(found) > _MAX_RUNS_PER_PAGE:
+            return set(), True
+    return found, False
+
+
+def index_pdf(payload: dict[str, Any]) -> dict[str, Any]:
+    """Index a PDF's pages with pdfium (worker-process target: JSON in, JSON out).
+
+    Args:
+        payload: ``{"path": str, "max_pages": int}``.
+
+    Returns:
+        ``{"version", "pages": n, "index": [{"runs": [...], "dense", "nil", "scale", "text"}]}``,
+        one entry per page: its digit runs, whether it is over a bound, whether it prints a
+        lone dash or nil word, a scale word, any text at all. ``index`` is empty when the
+        document has more than ``max_pages`` pages (the caller reports that).
+
+    Raises:
+        BadInput: pdfium cannot open the file.
+        MissingDependency: pypdfium2 is not installed.
+    """
+    try:
+        import pypdfium2 as pdfium
+    except ImportError:
+        raise MissingDependency("pypdfium2", "finance") from None
+    path = str(payload["path"])
+    max_pages = int(payload.get("max_pages", 300))
+    try:
+        pdf = pdfium.PdfDocument(path)
+    except (pdfium.PdfiumError, OSError, ValueError) as exc:
+        raise BadInput(f"PDF {path!r} cannot be indexed: {exc}") from None
+    pages: list[dict[str, Any]] = []
+    try:
+        count = len(pdf)
+        if count > max_pages:
+            return {"version": INDEX_VERSION, "pages": count, "index": []}
+        for number in range(count):
+            page = pdf[number]
+            try:
+                textpage = page.get_textpage()
+                try:
+                    text = textpage.get_text_bounded()
+                finally:
+                    textpage.close()
+            finally:
+                page.close()
+            dense = len(text) > _MAX_TEXT_PER_PAGE
+            text = text[:_MAX_TEXT_PER_PAGE]
+            runs, too_many = _runs(text)
+            compact = "".join(text.split()).casefold()
+            pages.append(
+                {
+                    "runs": sorted(runs),
+                    "dense": dense or too_many,
+                    "nil": bool(_NIL.search(text)),
+                    "scale": any(w in compact for w in _SCALE_WORDS),
+                    "text": bool(compact),
+                }
+            )
+    except pdfium.PdfiumError as exc:
+        raise BadInput(f"PDF {path!r} cannot be indexed: {exc}") from None
+    finally:
+        pdf.close()
+    return {"version": INDEX_VERSION, "pages": count, "index": pages}
+
+
+def _run_value(run: str) -> tuple[float, float] | None:
+    """A digit run as (value, half a unit of its last digit), or None."""
+    digits = run.replace(",", "")
+    if digits.endswith("."):
+        digits = digits[:-1]
+    try:
+        value = float(digits)
+    except ValueError:
+        return None
+    decimals = len(digits) - digits.index(".") - 1 if "." in digits else 0
+    return value, 0.5 * 10.0 ** (-min(decimals, 20))
+
+
+def could_match(quoted: Number, value: float, half: float) -> bool:
+    """Whether ``same_figure`` could match ``quoted`` with a printed figure of this magnitude.
+
+    Loose on purpose: any power of ten between them, the wider half unit, magnitudes only.
+    """
+    a, c = abs(quoted.value), abs(value)
+    if a == 0 or c == 0:
+        return a == c
+    if not (math.isfinite(a) and math.isfinite(c)):
+        return False
+    k0 = round(math.log10(a / c))
+    for k in (k0 - 1, k0, k0 + 1):
+        shift = 10.0**k
+        tol = max(quoted.half_unit, half * shift) * (1 + 1e-6) + 1e-12 * max(a, 1.0)
+        if abs(a - c * shift) <= tol:
+            return True
+    return False
+
+
+@dataclass
+class PageIndex:
+    """The host side of :func:`index_pdf`: candidate pages for a figure."""
+
+    pages: int
+    entries: list[dict[str, Any]]
+    _values: list[list[tuple[float, float]]] | None = None
+
+    def _page_values(self) -> list[list[tuple[float, float]]]:
+        if self._values is None:
+            self._values = [
+                [v for run in entry.get("runs", ()) if (v := _run_value(str(run))) is not None]
+                for entry in self.entries
+            ]
+        return self._values
+
+    def candidates(self, quoted: Number) -> set[int]:
+        """1-based pages that could print ``quoted`` (in a table cell or in the text)."""
+        found: set[int] = set()
+        zero = quoted.value == 0
+        for number, (entry, values) in enumerate(
+            zip(self.entries, self._page_values(), strict=True), start=1
+        ):
+            if entry.get("dense") or (zero and entry.get("nil")):
+                found.add(number)
+            elif any(could_match(quoted, value, half) for value, half in values):
+                found.add(number)
+        return found
+
+    def scale_pages(self) -> list[int]:
+        """Pages that print a scale word (a scale note can only be on one of these)."""
+        return [n for n, e in enumerate(self.entries, start=1) if e.get("scale") or e.get("dense")]
+
+    def digit_pages(self) -> list[int]:
+        """Pages with any digit (a useful table needs a figure)."""
+        return [n for n, e in enumerate(self.entries, start=1) if e.get("runs") or e.get("dense")]
+
+    def text_pages(self) -> list[int]:
+        """Pages with any text."""
+        return [n for n, e in enumerate(self.entries, start=1) if e.get("text") or e.get("dense")]
+
+
+def page_index(data: Any, pages: int) -> PageIndex | None:
+    """A usable index from cached :func:`index_pdf` output, or None (parse every page then)."""
+    if not isinstance(data, dict) or data.get("version") != INDEX_VERSION:
+        return None
+    entries = data.get("index")
+    if data.get("pages") != pages or not isinstance(entries, list) or len(entries) != pages:
+        return None  # pdfium and pdfminer disagree on the page count: trust neither filter
+    return PageIndex(pages, entries)
