@@ -45,21 +45,35 @@ _NIL = re.compile(
     r"(?:^|\s)(?:[-\u2010-\u2015\u2212\ufe63\uff0d]{1,3}|nil|n/a|na|none)(?=\s|$)", re.I
 )
 _SCALE_WORDS = ("thousand", "million", "billion", "000s", "'000")
+_WORD_AFTER = re.compile(
+    r"[\s)%*\u00b9\u00b2\u00b3\u2070-\u209f]{0,6}"
+    r"(?:k|m|b|t|bn|mn|mm|mil|mln|tn|thousands?|millions?|billions?|trillions?|'?000s?)"
+    r"\.?(?![^\W\d_])",
+    re.I,
+)
+"""A digit run followed by one of the parser's scale words (``45m``, ``1.2 billion``)."""
+_SCALED_SHIFTS = tuple(range(-12, 13, 3))
+"""Powers of ten between two scale words (none, thousand ... trillion)."""
 
 
-def _runs(text: str) -> tuple[set[str], bool]:
-    """Distinct digit runs of a page (with their comma/point pieces), and whether it is dense."""
+def _runs(text: str) -> tuple[set[str], set[str], bool]:
+    """Distinct digit runs of a page (with their comma/point pieces), those followed by a
+    word (which may be a scale word: ``45m``, ``1.2 billion``), and whether it is dense."""
     found: set[str] = set()
+    worded: set[str] = set()
     for match in _RUN.finditer(text):
         run = match.group(0)
+        forms = {run}
         if len(run) % 2 == 0 and len(run) >= 2 and run[0::2] == run[1::2]:
-            found.add(run[0::2])  # fake bold: "1122,,334455" is "12,345"
-        found.add(run)
+            forms.add(run[0::2])  # fake bold: "1122,,334455" is "12,345"
         if "," in run or "." in run:
-            found.update(p for p in re.split(r"[,.]", run) if p)
+            forms.update(p for f in list(forms) for p in re.split(r"[,.]", f) if p)
+        found |= forms
+        if _WORD_AFTER.match(text, match.end()):
+            worded |= forms
         if len(found) > _MAX_RUNS_PER_PAGE:
-            return set(), True
-    return found, False
+            return set(), set(), True
+    return found, worded, False
 
 
 def index_pdf(payload: dict[str, Any]) -> dict[str, Any]:
@@ -105,11 +119,12 @@ def index_pdf(payload: dict[str, Any]) -> dict[str, Any]:
                 page.close()
             dense = len(text) > _MAX_TEXT_PER_PAGE
             text = text[:_MAX_TEXT_PER_PAGE]
-            runs, too_many = _runs(text)
+            runs, worded, too_many = _runs(text)
             compact = "".join(text.split()).casefold()
             pages.append(
                 {
                     "runs": sorted(runs),
+                    "worded": sorted(worded),
                     "dense": dense or too_many,
                     "nil": bool(_NIL.search(text)),
                     "scale": any(w in compact for w in _SCALE_WORDS),
@@ -136,18 +151,24 @@ def _run_value(run: str) -> tuple[float, float] | None:
     return value, 0.5 * 10.0 ** (-min(decimals, 20))
 
 
-def could_match(quoted: Number, value: float, half: float) -> bool:
+def could_match(quoted: Number, value: float, half: float, *, worded: bool) -> bool:
     """Whether ``same_figure`` could match ``quoted`` with a printed figure of this magnitude.
 
-    Loose on purpose: any power of ten between them, the wider half unit, magnitudes only.
+    ``same_figure`` compares the two as printed (a power of ten of 1), a printed percent as a
+    fraction (10**-2), and, only when the two carry different scale words, up to the ratio
+    of their scale factors (a multiple of 3 in the exponent). The printed figure's scale word
+    is unknown here, so a run followed by a word (``worded``) may have any; magnitudes only,
+    within the wider half unit.
     """
     a, c = abs(quoted.value), abs(value)
     if a == 0 or c == 0:
         return a == c
     if not (math.isfinite(a) and math.isfinite(c)):
         return False
-    k0 = round(math.log10(a / c))
-    for k in (k0 - 1, k0, k0 + 1):
+    shifts: tuple[int, ...] = (0, -2)
+    if quoted.scale or worded:
+        shifts = (-2, *_SCALED_SHIFTS)
+    for k in shifts:
         shift = 10.0**k
         tol = max(quoted.half_unit, half * shift) * (1 + 1e-6) + 1e-12 * max(a, 1.0)
         if abs(a - c * shift) <= tol:
@@ -161,14 +182,20 @@ class PageIndex:
 
     pages: int
     entries: list[dict[str, Any]]
-    _values: list[list[tuple[float, float]]] | None = None
+    _values: list[list[tuple[float, float, bool]]] | None = None
 
-    def _page_values(self) -> list[list[tuple[float, float]]]:
+    def _page_values(self) -> list[list[tuple[float, float, bool]]]:
         if self._values is None:
-            self._values = [
-                [v for run in entry.get("runs", ()) if (v := _run_value(str(run))) is not None]
-                for entry in self.entries
-            ]
+            self._values = []
+            for entry in self.entries:
+                worded = set(entry.get("worded", ()))
+                self._values.append(
+                    [
+                        (*v, run in worded)
+                        for run in entry.get("runs", ())
+                        if (v := _run_value(str(run))) is not None
+                    ]
+                )
         return self._values
 
     def candidates(self, quoted: Number) -> set[int]:
@@ -180,7 +207,7 @@ class PageIndex:
         ):
             if entry.get("dense") or (zero and entry.get("nil")):
                 found.add(number)
-            elif any(could_match(quoted, value, half) for value, half in values):
+            elif any(could_match(quoted, v, half, worded=w) for v, half, w in values):
                 found.add(number)
         return found
 

@@ -238,6 +238,9 @@ class _LazyPdf:
         self.count: int | None = count if _int(count) else None
         self.index_data: Any = entry.get("index")
         self.cached = True
+        self.needed: set[int] = set()
+        """Pages this answer needs: the document holds these only, whatever else is cached
+        (so its tables, and every verdict, never depend on what earlier questions parsed)."""
 
     def _check_count(self) -> int:
         assert self.count is not None
@@ -249,11 +252,9 @@ class _LazyPdf:
 
     async def parse(self, pages: Iterable[int]) -> None:
         """Parse the pages not read yet, in parallel worker processes when there are many."""
-        todo = sorted(
-            {p for p in pages if str(p) not in self.read}
-            if self.count is None
-            else {p for p in pages if 1 <= p <= self._check_count() and str(p) not in self.read}
-        )
+        wanted = {p for p in pages if self.count is None or 1 <= p <= self._check_count()}
+        self.needed |= wanted
+        todo = sorted(p for p in wanted if str(p) not in self.read)
         if not todo and self.count is not None:
             return
         self.cached = False
@@ -277,7 +278,7 @@ class _LazyPdf:
             new.update(result.get("read") or {})
         self.read.update(new)
         pdf_cache.merge(self.key, {"pages": self.count, "read": new})
-        self._check_count()
+        self.needed = {p for p in self.needed if 1 <= p <= self._check_count()}
 
     async def index(self) -> PageIndex | None:
         """The pdfium page index (built once per document and cached), or None."""
@@ -310,17 +311,14 @@ class _LazyPdf:
         return bool(found.get("tables")) or bool(str(found.get("text", "")).strip())
 
     async def first_with(self, what: str, candidates: list[int]) -> None:
-        """Parse ``candidates`` in order until one has ``what`` (tables, a scale note, content)."""
+        """Take ``candidates`` in order until one has ``what`` (tables, a scale note, content)."""
         step = _PAGES_PER_PROCESS
-        for _ in range(len(candidates) + 1):
-            first = next(
-                (p for p in candidates if str(p) not in self.read or self.has(p, what)), None
-            )
-            if first is None or str(first) in self.read:
+        for i, page in enumerate(candidates):
+            if page not in self.needed:
+                await self.parse(candidates[i : i + step])
+                step *= 2
+            if self.has(page, what):
                 return
-            start = candidates.index(first)
-            await self.parse([p for p in candidates[start:] if str(p) not in self.read][:step])
-            step *= 2
 
     async def load(self, needs: PdfNeeds, declared: str) -> None:
         cited: set[int] = {1}
@@ -360,14 +358,14 @@ class _LazyPdf:
         if need_table:
             # Feedback names the first table that lacks a cited row: it must be the same one.
             await self.first_with("tables", index.digit_pages())
-        if not any(self.has(int(p), "content") for p in self.read):
+        if not any(self.has(p, "content") for p in self.needed):
             await self.first_with("content", index.text_pages() or list(range(1, count + 1)))
 
     def document(self, declared: str, text: list[str]) -> Document:
         assert self.count is not None
         count = self.count
-        complete = all(str(p) in self.read for p in range(1, count + 1))
-        loaded = tuple(sorted(int(p) for p in self.read if 1 <= int(p) <= count))
+        loaded = tuple(sorted(self.needed))
+        complete = len(loaded) == count
         if not any(self.has(p, "content") for p in loaded):
             raise no_text_error(str(self.path))
         doc_key = f"{self.key}|{loaded}|{declared}|{json.dumps(text)}"
@@ -387,7 +385,10 @@ class _LazyPdf:
                         ordinal=ordinal,
                     )
                 )
-        pages = [str(self.read.get(str(p), {}).get("text", "")) for p in range(1, count + 1)]
+        pages = [
+            str(self.read[str(p)].get("text", "")) if p in self.needed else ""
+            for p in range(1, count + 1)
+        ]
         scale = declared or next(
             (s for p in loaded if (s := detect_scale(str(self.read[str(p)].get("text", ""))))),
             "",
@@ -446,7 +447,7 @@ async def load_document(
             "source": "pdf",
             "sha256": digest,
             "pdf_cached": lazy.cached,
-            "pages_parsed": len(lazy.read),
+            "pages_read": len(lazy.needed),
             "tables": len(doc.tables),
         }
     if "table" in document or "tables" in document:
