@@ -24,6 +24,7 @@ text per page and digit runs per page are bounded, and a page over a bound is ma
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass
@@ -35,15 +36,14 @@ from ._numbers import Number
 
 __all__ = ["INDEX_VERSION", "PageIndex", "could_match", "index_pdf"]
 
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
 """Bumped when the index format or its tokens change; part of the cache entry."""
 
 _MAX_TEXT_PER_PAGE = 200_000
-_MAX_RUNS_PER_PAGE = 4_000
+_MAX_RUNS_PER_PAGE = 20_000
 _RUN = re.compile(r"\d[\d,]*(?:\.\d*)?|\.\d+")
-_NIL = re.compile(
-    r"(?:^|\s)(?:[-\u2010-\u2015\u2212\ufe63\uff0d]{1,3}|nil|n/a|na|none)(?=\s|$)", re.I
-)
+_NIL = re.compile(r"[-\u2010-\u2015\u2212\ufe63\uff0d]|\b(?:nil|n/a|na|none)\b", re.I)
+"""A dash or a nil word anywhere (pdfium may glue a lone dash cell to its neighbours)."""
 _SCALE_WORDS = ("thousand", "million", "billion", "000s", "'000")
 _WORD_AFTER = re.compile(
     r"[\s)%*\u00b9\u00b2\u00b3\u2070-\u209f]{0,6}"
@@ -56,24 +56,44 @@ _SCALED_SHIFTS = tuple(range(-12, 13, 3))
 """Powers of ten between two scale words (none, thousand ... trillion)."""
 
 
-def _runs(text: str) -> tuple[set[str], set[str], bool]:
-    """Distinct digit runs of a page (with their comma/point pieces), those followed by a
-    word (which may be a scale word: ``45m``, ``1.2 billion``), and whether it is dense."""
-    found: set[str] = set()
-    worded: set[str] = set()
+def _forms(run: str) -> set[str]:
+    """A digit run and every piece of it a table cell could hold.
+
+    pdfplumber's text strategy cuts cells where columns of the page's words line up, which
+    can fall inside a run (a title's ``(2019-2021)`` becomes ``...(2019-2`` and ``021)``): so
+    every prefix and suffix counts, and the halves of a fake-bold run (``1122,,3344``).
+    """
+    bases = {run}
+    if len(run) % 2 == 0 and len(run) >= 2 and run[0::2] == run[1::2]:
+        bases.add(run[0::2])
+    forms: set[str] = set()
+    for base in bases:
+        for k in range(1, len(base) + 1):
+            forms.add(base[:k])
+            forms.add(base[-k:])
+    return {f for f in forms if any(ch.isdigit() for ch in f)}
+
+
+def _runs(text: str) -> tuple[dict[str, list[float]], dict[str, list[float]], bool]:
+    """Values of a page's digit runs (and their pieces) by printed decimals, the same for
+    runs followed by a scale word (``45m``, ``1.2 billion``), and whether the page is dense."""
+    plain: set[tuple[int, float]] = set()
+    worded: set[tuple[int, float]] = set()
     for match in _RUN.finditer(text):
-        run = match.group(0)
-        forms = {run}
-        if len(run) % 2 == 0 and len(run) >= 2 and run[0::2] == run[1::2]:
-            forms.add(run[0::2])  # fake bold: "1122,,334455" is "12,345"
-        if "," in run or "." in run:
-            forms.update(p for f in list(forms) for p in re.split(r"[,.]", f) if p)
-        found |= forms
+        values = {v for f in _forms(match.group(0)) if (v := _run_value(f)) is not None}
+        plain |= values
         if _WORD_AFTER.match(text, match.end()):
-            worded |= forms
-        if len(found) > _MAX_RUNS_PER_PAGE:
-            return set(), set(), True
-    return found, worded, False
+            worded |= values
+        if len(plain) > _MAX_RUNS_PER_PAGE:
+            return {}, {}, True
+    return _grouped(plain), _grouped(worded), False
+
+
+def _grouped(values: set[tuple[int, float]]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for decimals, value in values:
+        out.setdefault(str(decimals), []).append(value)
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def index_pdf(payload: dict[str, Any]) -> dict[str, Any]:
@@ -123,8 +143,8 @@ def index_pdf(payload: dict[str, Any]) -> dict[str, Any]:
             compact = "".join(text.split()).casefold()
             pages.append(
                 {
-                    "runs": sorted(runs),
-                    "worded": sorted(worded),
+                    "runs": runs,
+                    "worded": worded,
                     "dense": dense or too_many,
                     "nil": bool(_NIL.search(text)),
                     "scale": any(w in compact for w in _SCALE_WORDS),
@@ -138,17 +158,19 @@ def index_pdf(payload: dict[str, Any]) -> dict[str, Any]:
     return {"version": INDEX_VERSION, "pages": count, "index": pages}
 
 
-def _run_value(run: str) -> tuple[float, float] | None:
-    """A digit run as (value, half a unit of its last digit), or None."""
-    digits = run.replace(",", "")
-    if digits.endswith("."):
-        digits = digits[:-1]
+def _run_value(run: str) -> tuple[int, float] | None:
+    """A digit run as (printed decimals, absolute value), or None."""
+    digits = run.replace(",", "").strip(".")
+    if digits.count(".") > 1:
+        digits = digits.replace(".", "")
     try:
-        value = float(digits)
+        value = abs(float(digits))
     except ValueError:
         return None
+    if not math.isfinite(value):
+        return None
     decimals = len(digits) - digits.index(".") - 1 if "." in digits else 0
-    return value, 0.5 * 10.0 ** (-min(decimals, 20))
+    return min(decimals, 20), value
 
 
 def could_match(quoted: Number, value: float, half: float, *, worded: bool) -> bool:
@@ -176,38 +198,48 @@ def could_match(quoted: Number, value: float, half: float, *, worded: bool) -> b
     return False
 
 
+def _any_near(quoted: Number, groups: dict[str, list[float]], shifts: tuple[int, ...]) -> bool:
+    """Whether a printed value in ``groups`` (by decimals) is within reach of ``quoted``."""
+    a = abs(quoted.value)
+    for key, values in groups.items():
+        half = 0.5 * 10.0 ** (-int(key))
+        for k in shifts:
+            shift = 10.0**k
+            tol = max(quoted.half_unit, half * shift) * (1 + 1e-6) + 1e-12 * max(a, 1.0)
+            lo = bisect.bisect_left(values, (a - tol) / shift)
+            if lo < len(values) and values[lo] <= (a + tol) / shift:
+                return True
+    return False
+
+
 @dataclass
 class PageIndex:
     """The host side of :func:`index_pdf`: candidate pages for a figure."""
 
     pages: int
     entries: list[dict[str, Any]]
-    _values: list[list[tuple[float, float, bool]]] | None = None
-
-    def _page_values(self) -> list[list[tuple[float, float, bool]]]:
-        if self._values is None:
-            self._values = []
-            for entry in self.entries:
-                worded = set(entry.get("worded", ()))
-                self._values.append(
-                    [
-                        (*v, run in worded)
-                        for run in entry.get("runs", ())
-                        if (v := _run_value(str(run))) is not None
-                    ]
-                )
-        return self._values
 
     def candidates(self, quoted: Number) -> set[int]:
-        """1-based pages that could print ``quoted`` (in a table cell or in the text)."""
+        """1-based pages that could print ``quoted`` (in a table cell or in the text).
+
+        The same test as :func:`could_match`, over each page's sorted values.
+        """
         found: set[int] = set()
-        zero = quoted.value == 0
-        for number, (entry, values) in enumerate(
-            zip(self.entries, self._page_values(), strict=True), start=1
-        ):
-            if entry.get("dense") or (zero and entry.get("nil")):
+        a = abs(quoted.value)
+        if not math.isfinite(a):
+            return found
+        plain = (-2, *_SCALED_SHIFTS) if quoted.scale else (0, -2)
+        for number, entry in enumerate(self.entries, start=1):
+            if entry.get("dense"):
                 found.add(number)
-            elif any(could_match(quoted, v, half, worded=w) for v, half, w in values):
+            elif a == 0:
+                # Only a printed zero or a nil cell (a lone dash, "nil", "n/a") matches 0.
+                runs = entry.get("runs", {}).values()
+                if entry.get("nil") or any(v and v[0] == 0.0 for v in runs):
+                    found.add(number)
+            elif _any_near(quoted, entry.get("runs", {}), plain) or _any_near(
+                quoted, entry.get("worded", {}), (-2, *_SCALED_SHIFTS)
+            ):
                 found.add(number)
         return found
 
@@ -230,5 +262,7 @@ def page_index(data: Any, pages: int) -> PageIndex | None:
         return None
     entries = data.get("index")
     if data.get("pages") != pages or not isinstance(entries, list) or len(entries) != pages:
+        return None
+    if not all(isinstance(e, dict) for e in entries):
         return None  # pdfium and pdfminer disagree on the page count: trust neither filter
     return PageIndex(pages, entries)
