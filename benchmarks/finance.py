@@ -18,6 +18,12 @@ extraction), cached in memory, and cached on disk (memory layer cleared).
 Usage::
 
     python benchmarks/finance.py [--n 5000] [--pages 20] [--rounds 3] [--group 1] [--skip-pdf]
+    python benchmarks/finance.py --lazy-only --lazy-pages 300
+
+Part 3 (``--lazy-pages N``) writes an N-page unruled synthetic report and answers one question
+cold (empty caches, fresh process, engine end to end with its worker processes), twice: one
+whose operands cite their page, and a FinQA program whose figures are uncited literals. It
+reports wall and CPU time, pages read and peak RSS of the host and of the workers.
 
 Prints one JSON line.
 """
@@ -248,6 +254,58 @@ def bench_pdf(pages: int) -> dict[str, Any]:
     return out
 
 
+def _lazy_one(pdf: str, question: str, base: str) -> dict[str, Any]:
+    """One cold question over a large report, in this (fresh) process: wall, CPU, peak RSS."""
+    import os
+    import resource
+
+    os.environ["VERIFIERS_CACHE_DIR"] = tempfile.mkdtemp()
+    pdf_cache.directory = Path(os.environ["VERIFIERS_CACHE_DIR"]) / "finance-pdf"
+    pdf_cache.clear_memory()
+    pages = int(Path(pdf).stem.split("-")[-1])
+    report = synth.make_report(5, pages=pages)
+    golds = synth.gold_trajectories(report, {"pdf": Path(pdf).name})
+    programs = synth.gold_trajectories(report, {"pdf": Path(pdf).name}, use_programs=True)
+    if question == "cited":
+        traj = golds[len(golds) // 2]  # operands cite page, row and column
+    else:  # a FinQA program: its figures are literals, cited nowhere
+        traj = next(p for p in programs[len(programs) // 2 :] if '"program"' in p["completion"])
+    start, cpu = time.perf_counter(), time.process_time()
+    result = verifiers.score([traj], base_dir=base)[0]
+    wall = time.perf_counter() - start
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "question": question,
+        "status": result.status,
+        "wall_s": round(wall, 2),
+        "host_cpu_s": round(time.process_time() - cpu, 2),
+        "worker_cpu_s": round(children.ru_utime + children.ru_stime, 2),
+        "pages_read": result.details.get("document", {}).get("pages_read"),
+        "host_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "worker_peak_rss_mb": round(children.ru_maxrss / 1024),
+    }
+
+
+def bench_lazy_pdf(pages: int) -> list[dict[str, Any]]:
+    """Cold questions over a ``pages``-page unruled report, each in a fresh process."""
+    import subprocess
+    import sys
+
+    base = tempfile.mkdtemp()
+    pdf = Path(base) / f"report-{pages}.pdf"
+    synth.write_pdf(synth.make_report(5, pages=pages), pdf, ruled=False)
+    out = []
+    for question in ("cited", "uncited"):
+        run = subprocess.run(
+            [sys.executable, __file__, "--lazy-one", question, "--lazy-pdf", str(pdf)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=5000)
@@ -255,13 +313,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--group", type=int, default=1, help="completions per question (GRPO)")
     parser.add_argument("--skip-pdf", action="store_true")
+    parser.add_argument("--lazy-pages", type=int, default=0, help="also: cold questions, N pages")
+    parser.add_argument("--lazy-one", choices=("cited", "uncited"), help=argparse.SUPPRESS)
+    parser.add_argument("--lazy-pdf", help=argparse.SUPPRESS)
+    parser.add_argument("--lazy-only", action="store_true", help="only the cold-question part")
     args = parser.parse_args()
+    if args.lazy_one:
+        base = str(Path(args.lazy_pdf).parent)
+        print(json.dumps(_lazy_one(args.lazy_pdf, args.lazy_one, base)))
+        return
+    if args.lazy_only:
+        print(json.dumps({"benchmark": "finance", "lazy_pdf": bench_lazy_pdf(args.lazy_pages)}))
+        return
     result: dict[str, Any] = {
         "benchmark": "finance",
         **bench_throughput(args.n, args.rounds, args.group),
     }
     if not args.skip_pdf:
         result["pdf"] = bench_pdf(args.pages)
+    if args.lazy_pages:
+        result["lazy_pdf"] = bench_lazy_pdf(args.lazy_pages)
     print(json.dumps(result))
 
 
