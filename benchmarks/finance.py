@@ -23,7 +23,8 @@ Usage::
 Part 3 (``--lazy-pages N``) writes an N-page unruled synthetic report and answers one question
 cold (empty caches, fresh process, engine end to end with its worker processes), twice: one
 whose operands cite their page, and a FinQA program whose figures are uncited literals. It
-reports wall and CPU time, pages read and peak RSS of the host and of the workers.
+reports wall and CPU time, pages read and peak RSS of the host and of the workers; ``whole``
+is the peer: every page extracted in one process, what the first question cost before.
 
 Prints one JSON line.
 """
@@ -271,7 +272,13 @@ def _lazy_one(pdf: str, question: str, base: str) -> dict[str, Any]:
     else:  # a FinQA program: its figures are literals, cited nowhere
         traj = next(p for p in programs[len(programs) // 2 :] if '"program"' in p["completion"])
     start, cpu = time.perf_counter(), time.process_time()
-    result = verifiers.score([traj], base_dir=base)[0]
+    if question == "whole":  # what the first question cost before lazy reading
+        from verifiers.domains.finance import extract_tables
+
+        data = extract_tables({"path": pdf, "max_pages": pages})
+        result = verifiers.Result.scored(1.0, details={"document": {"pages_read": data["pages"]}})
+    else:
+        result = verifiers.score([traj], base_dir=base)[0]
     wall = time.perf_counter() - start
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
@@ -295,7 +302,7 @@ def bench_lazy_pdf(pages: int) -> list[dict[str, Any]]:
     pdf = Path(base) / f"report-{pages}.pdf"
     synth.write_pdf(synth.make_report(5, pages=pages), pdf, ruled=False)
     out = []
-    for question in ("cited", "uncited"):
+    for question in ("cited", "uncited", "whole"):
         run = subprocess.run(
             [sys.executable, __file__, "--lazy-one", question, "--lazy-pdf", str(pdf)],
             capture_output=True,
@@ -314,7 +321,7 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=1, help="completions per question (GRPO)")
     parser.add_argument("--skip-pdf", action="store_true")
     parser.add_argument("--lazy-pages", type=int, default=0, help="also: cold questions, N pages")
-    parser.add_argument("--lazy-one", choices=("cited", "uncited"), help=argparse.SUPPRESS)
+    parser.add_argument("--lazy-one", choices=("cited", "uncited", "whole"), help=argparse.SUPPRESS)
     parser.add_argument("--lazy-pdf", help=argparse.SUPPRESS)
     parser.add_argument("--lazy-only", action="store_true", help="only the cold-question part")
     args = parser.parse_args()
