@@ -113,10 +113,10 @@ def _drawn_golds(name: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
     base = tmp_path_factory.mktemp("lazy-pdf")
-    report = synth.make_report(31, pages=5)
+    report = synth.make_report(31, pages=4)
     synth.write_pdf(report, base / "synth.pdf", ruled=False)
     _drawn_pdf(base / "drawn.pdf")
-    golds = synth.gold_trajectories(report, {"pdf": "synth.pdf"})[::2]
+    golds = synth.gold_trajectories(report, {"pdf": "synth.pdf"})[::3]
     programs = {
         t["id"]: t for t in synth.gold_trajectories(report, {"pdf": "synth.pdf"}, use_programs=True)
     }

@@ -184,47 +184,51 @@ def test_nics_answer_end_to_end(shared_data: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("name", "reason"),
-    [
-        ("password-example.pdf", "encrypted"),
-        ("empty.pdf", "empty or malformed"),
-        ("issue-203-decimalize.pdf", "no extractable text"),
-    ],
-)
+BROKEN = [
+    ("password-example.pdf", "encrypted"),
+    ("empty.pdf", "empty or malformed"),
+    ("issue-203-decimalize.pdf", "no extractable text"),
+]
+
+
+@pytest.mark.parametrize(("name", "reason"), BROKEN)
 def test_broken_pdfs_are_bad_input(shared_data: Path, name: str, reason: str) -> None:
     with pytest.raises(BadInput, match=reason):
         extract_tables({"path": str(shared_data / "pdfs" / name)})
-    traj = {
-        "completion": json.dumps(GROWTH),
-        "task": {
-            "verifier": "finance.formula",
-            "spec": {"document": {"pdf": name}},
-            "reference": 24.41,
-        },
-    }
-    result = verifiers.score([traj], base_dir=shared_data / "pdfs")[0]
-    assert result.status == "error" and result.reward is None
-    assert (
-        result.error is not None
-        and result.error.kind == "bad_input"
-        and reason in result.error.message
-    )
 
 
 def test_malformed_pdf_with_text_is_read(shared_data: Path) -> None:
     data = extract_tables({"path": str(shared_data / "pdfs" / "malformed-from-issue-932.pdf")})
     assert data["pages"] == 1 and data["tables"] == [] and "2021" in data["text"][0]
-    traj = {
-        "completion": json.dumps(GROWTH),
-        "task": {
-            "verifier": "finance.formula",
-            "spec": {"document": {"pdf": "malformed-from-issue-932.pdf"}},
-            "reference": 24.41,
-        },
-    }
-    result = verifiers.score([traj], base_dir=shared_data / "pdfs")[0]
-    assert result.status == "fail" and result.components["grounding"] == 0.0
+
+
+def test_broken_and_malformed_pdfs_through_the_engine(shared_data: Path) -> None:
+    """Broken PDFs are the verifier's bad_input, never a score; a damaged PDF with text is
+    read (the model's fail). One engine run for all (each run starts worker processes)."""
+    names = [name for name, _ in BROKEN] + ["malformed-from-issue-932.pdf"]
+    trajectories = [
+        {
+            "id": name,
+            "completion": json.dumps(GROWTH),
+            "task": {
+                "verifier": "finance.formula",
+                "spec": {"document": {"pdf": name}},
+                "reference": 24.41,
+            },
+        }
+        for name in names
+    ]
+    results = verifiers.score(trajectories, base_dir=shared_data / "pdfs")
+    for (name, reason), result in zip(BROKEN, results, strict=False):
+        assert result.id == name
+        assert result.status == "error" and result.reward is None, name
+        assert (
+            result.error is not None
+            and result.error.kind == "bad_input"
+            and reason in result.error.message
+        ), (name, result.error)
+    malformed = results[-1]
+    assert malformed.status == "fail" and malformed.components["grounding"] == 0.0
 
 
 def test_unruled_real_table(shared_data: Path) -> None:
