@@ -283,6 +283,10 @@ class _LazyPdf:
     async def index(self) -> PageIndex | None:
         """The pdfium page index (built once per document and cached), or None."""
         assert self.count is not None
+        await self._fetch_index()
+        return page_index(self.index_data, self.count)
+
+    async def _fetch_index(self) -> None:
         if self.index_data is None:
             try:
                 self.index_data = await self.ctx.run_in_worker(
@@ -298,7 +302,6 @@ class _LazyPdf:
                 # shortcut only, so every page is parsed, as before the index existed.
                 self.index_data = {"failed": True}
             pdf_cache.merge(self.key, {"index": self.index_data})
-        return page_index(self.index_data, self.count)
 
     def has(self, page: int, what: str) -> bool:
         found = self.read.get(str(page))
@@ -335,7 +338,11 @@ class _LazyPdf:
             )
             if not _int(page) or (searches_text and not _int(paragraph)):
                 search.append(number)
-        await self.parse(cited)
+        if search and not needs.full:
+            # The index is needed anyway: build it while the cited pages are parsed.
+            await asyncio.gather(self.parse(cited), self._fetch_index())
+        else:
+            await self.parse(cited)
         count = self._check_count()
         if needs.full:
             await self.parse(range(1, count + 1))
