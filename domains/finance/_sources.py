@@ -50,6 +50,8 @@ _PARSE_PROCESSES = min(4, os.cpu_count() or 1)
 """Worker processes one document's pages are spread over when many are needed."""
 _PAGES_PER_PROCESS = 8
 """Pages a process parses before the next process is worth starting."""
+_MAX_SEARCHED_FIGURES = 64
+"""Distinct uncited figures looked up in the page index; an answer with more reads every page."""
 
 
 class _DocumentLRU:
@@ -338,6 +340,12 @@ class _LazyPdf:
             )
             if not _int(page) or (searches_text and not _int(paragraph)):
                 search.append(number)
+        # Distinct figures only; past a bound, every page (a cost bounded by the page count
+        # and paid once per document, where 600 literals x 300 pages of index lookups would
+        # hold the engine's event loop for seconds).
+        search = list({(abs(n.value), n.decimals, n.scale): n for n in search}.values())
+        if len(search) > _MAX_SEARCHED_FIGURES:
+            needs = _FULL
         if search and not needs.full:
             # The index is needed anyway: build it while the cited pages are parsed.
             await asyncio.gather(self.parse(cited), self._fetch_index())

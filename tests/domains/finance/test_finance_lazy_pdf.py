@@ -282,3 +282,18 @@ def test_a_pdf_pdfium_cannot_index_is_read_whole(tmp_path: Path, fresh_pdf_cache
     assert entry_key is not None
     pdf_cache.put(entry_key, {**pdf_cache._items[entry_key], "index": {"failed": True}})
     assert _judge(traj, tmp_path, lazy=True)[:4] == ok[:4]
+
+
+def test_many_uncited_figures_read_every_page(
+    documents: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    """Past 64 distinct uncited figures the index is not consulted per figure: every page is
+    read (bounded by the page count), with the same verdict."""
+    base, golds = documents
+    traj = json.loads(json.dumps({k: v for k, v in golds[-1].items() if k != "_program"}))
+    literals = " + ".join(f"{1000 + i}.5" for i in range(80))
+    body = {"answer": 1.0, "formula": f"({literals}) * 0 + 1", "operands": {}}
+    traj["completion"] = "```json\n" + json.dumps(body) + "\n```"
+    lazy, full = _judge(traj, base, lazy=True), _judge(traj, base, lazy=False)
+    assert lazy[:4] == full[:4]
+    assert lazy[4] == full[4] == 5
