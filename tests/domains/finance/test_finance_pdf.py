@@ -23,13 +23,15 @@ def test_gold_answers_over_generated_pdfs_pass(
 ) -> None:
     kind = "ruled" if ruled else "unruled"
     items: list[dict[str, Any]] = []
-    for seed in (11, 12):
+    # One report per strategy: test_finance_lazy_pdf.py judges every gold answer of another
+    # report (seed 31) lazily and fully, so a second seed here re-tested the same path.
+    for seed in (11,):
         report = synth.make_report(seed, pages=3)
         document = {"pdf": f"{kind}-{seed}.pdf"}
         items += synth.gold_trajectories(report, document)
         items += synth.gold_trajectories(report, document, use_programs=True, id_prefix="p")
     results = verifiers.score(items, base_dir=reports_dir)
-    assert len(results) == len(items) > 40
+    assert len(results) == len(items) > 20
     for result in results:
         assert result.status == "pass", (result.id, result.feedback, result.error)
         assert all(v == 1.0 for v in result.components.values()), (result.id, result.components)
