@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from verifiers.domains.finance import FinanceSpec, Reference, judge, load_document, pdf_cache, synth
+from verifiers.domains.finance import FinanceSpec, Reference, judge, load_document, synth
+from verifiers.domains.finance import _pdfindex as pdfindex
 from verifiers.domains.finance._numbers import parse_number
 from verifiers.domains.finance._pdfindex import could_match, index_pdf
 from verifiers.domains.finance._verifier import pdf_needs
 
 from verifiers.context import VerifierContext
+from verifiers.errors import BadInput, InfraError
 from verifiers.types import Trajectory
 
 CORPUS = Path(__file__).parents[3] / "datasets" / "finance" / "lazy_pdf.jsonl"
@@ -271,17 +273,34 @@ def test_the_index_never_misses_a_page_that_prints_the_figure(tmp_path: Path) ->
     assert could_match(n("1.5 million"), 1500.0, 0.5, worded=False)
 
 
-def test_a_pdf_pdfium_cannot_index_is_read_whole(tmp_path: Path, fresh_pdf_cache: Any) -> None:
-    report = synth.make_report(33, pages=2)
+@pytest.mark.parametrize(
+    "failure",
+    [InfraError("worker process died (exit status -11)"), BadInput("cannot be indexed")],
+    ids=["pdfium-crashed", "pdfium-refused"],
+)
+def test_a_pdf_pdfium_cannot_index_is_read_whole(
+    tmp_path: Path, fresh_pdf_cache: Any, monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
+    """pdfium crashing (the worker dies: InfraError) or refusing the file is no verdict and no
+    crash: every page is parsed by pdfplumber, as before the index existed, and the failure is
+    cached so the index is not retried."""
+    report = synth.make_report(33, pages=3)
     synth.write_pdf(report, tmp_path / "r.pdf", ruled=False)
     traj = synth.gold_trajectories(report, {"pdf": "r.pdf"}, use_programs=True)[0]
-    entry_key = None
-    ok = _judge(traj, tmp_path, lazy=True)
-    for key in list(pdf_cache._items):
-        entry_key = key
-    assert entry_key is not None
-    pdf_cache.put(entry_key, {**pdf_cache._items[entry_key], "index": {"failed": True}})
-    assert _judge(traj, tmp_path, lazy=True)[:4] == ok[:4]
+    full = _judge(traj, tmp_path, lazy=False)
+    fresh_pdf_cache.clear_memory()
+    calls: list[int] = []
+
+    def broken(payload: dict[str, Any]) -> dict[str, Any]:
+        calls.append(1)
+        raise failure
+
+    monkeypatch.setattr(pdfindex, "index_pdf", broken)
+    fresh_pdf_cache.directory = tmp_path / "cache-2"  # cold: nothing parsed yet
+    first = _judge(traj, tmp_path, lazy=True)
+    assert first[:4] == full[:4] and first[4] == 3  # every page read
+    assert _judge(traj, tmp_path, lazy=True)[:4] == full[:4]
+    assert calls == [1]
 
 
 def test_many_uncited_figures_read_every_page(
