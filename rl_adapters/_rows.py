@@ -244,15 +244,12 @@ def make_item(
     row's task was a ``Task`` or a valid JSON task string (see the module docstring).
     """
     row_id = None if id is None else str(id)
-    if (
-        type(task) is str
-        and verifier is MISSING
-        and spec is MISSING
-        and (reference is MISSING or reference is None)
-    ):
-        # The hot path of every adapter (a JSON task column, nothing to fill in): one memo
-        # lookup and a small dict; anything else takes the general path below.
-        parsed = TASKS.get(task)
+    if verifier is MISSING and spec is MISSING and (reference is MISSING or reference is None):
+        # The hot path of every adapter (a JSON task column or an already validated Task,
+        # nothing to fill in): one memo lookup and a small dict; anything else takes the
+        # general path below. ``metadata`` is not copied: the engine's validation copies it.
+        kind = type(task)
+        parsed = TASKS.get(task) if kind is str else task if kind is Task else None
         if parsed is not None:
             fast: dict[str, Any] = {"completion": completion, "task": parsed}
             if row_id is not None:
@@ -260,7 +257,7 @@ def make_item(
             if prompt is not None:
                 fast["prompt"] = prompt
             if metadata:
-                fast["metadata"] = dict(metadata)
+                fast["metadata"] = metadata
             return fast
     try:
         built = _build_task(
