@@ -50,7 +50,9 @@ def _body(task_id: str, files: dict[str, str]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    settings = ServerSettings(engine=EngineSettings(sandbox="local", concurrency=2, workers=1))
+    # retries=0: the killed sandbox is an abstain at the first attempt (no backoff to wait out)
+    engine = EngineSettings(sandbox="local", concurrency=2, workers=1, retries=0)
+    settings = ServerSettings(engine=engine)
     with LiveServer(settings) as srv:
         yield srv
 
