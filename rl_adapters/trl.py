@@ -65,12 +65,14 @@ class _Batch:
     TRL hands every reward function the very same ``prompts``/``completions`` list objects in
     one ``_calculate_rewards`` call; identity of those lists and of every column
     value (held strongly, so ids cannot be recycled) plus equality of a snapshot of the
-    completions, the prompts and every column the rows are built from identifies the batch.
-    Identity alone is not enough: a caller that mutates a column in place (a task string
-    replaced, a task dict's reference edited) and calls again with the same list objects
-    must be scored afresh, never handed the results of the old tasks. Columns of strings
-    and numbers are snapshotted as shallow copies; any other column (dicts from an Arrow
-    struct, say) as a deep copy, so an edit inside one of its values is seen too.
+    completions, the prompts and every column the rows' tasks are built from identifies the
+    batch. Identity alone is not enough: a caller that mutates a column in place (a task
+    string replaced, a task dict's reference edited) and calls again with the same list
+    objects must be scored afresh, never handed the results of the old tasks. Completions
+    and prompts are snapshotted as shallow copies; the task columns (``task``, ``verifier``,
+    ``spec``, the reference and id columns) as shallow copies when they hold strings and
+    numbers, as deep copies otherwise (dicts from an Arrow struct, say), so an edit inside a
+    task dict is seen too.
     """
 
     def __init__(
@@ -83,8 +85,10 @@ class _Batch:
     ) -> None:
         self.prompts = prompts
         self.completions = completions
-        self.snapshot = _snapshot(completions)
-        self.prompt_snapshot = _snapshot(prompts)
+        # completions and prompts: shallow copies (chat messages are not deep-copied per
+        # batch; a message edited in place is the caller's own business, not another task)
+        self.snapshot = list(completions)
+        self.prompt_snapshot = list(prompts) if isinstance(prompts, list | tuple) else prompts
         self.columns = dict(columns)
         self.watched = {k: _snapshot(columns.get(k)) for k in watched}
         self.future = future
@@ -96,7 +100,7 @@ class _Batch:
             and self.completions is completions
             and self.columns.keys() == columns.keys()
             and all(self.columns[k] is v for k, v in columns.items())
-            and _same(self.snapshot, completions)
+            and self.snapshot == completions
             and _same(self.prompt_snapshot, prompts)
             and all(_same(snap, columns.get(k)) for k, snap in self.watched.items())
         )
