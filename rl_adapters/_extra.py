@@ -27,10 +27,11 @@ from verifiers.types import Result
 
 from ._rows import result_reward
 
-__all__ = ["ERROR_KINDS", "extra_keys", "extra_values", "parse_components"]
+__all__ = ["ERROR_KINDS", "extra_columns", "extra_keys", "extra_values", "parse_components"]
 
 ERROR_KINDS: tuple[str, ...] = ("bad_input", "infra", "timeout", "verifier")
 _STATUS_KEYS = ("verifiers_valid", "verifiers_pass", "verifiers_skipped")
+_ERROR_KEYS = tuple((kind, f"verifiers_error_{kind}") for kind in ERROR_KINDS)
 
 
 def extra_keys(components: Sequence[str] = ()) -> tuple[str, ...]:
@@ -60,11 +61,41 @@ def extra_values(result: Result, components: Sequence[str] = ()) -> dict[str, fl
         "verifiers_pass": 1.0 if result.status == "pass" else 0.0,
         "verifiers_skipped": 1.0 if result.status == "skipped" else 0.0,
     }
-    for name in ERROR_KINDS:
-        out[f"verifiers_error_{name}"] = 1.0 if result.status == "error" and kind == name else 0.0
+    for name, key in _ERROR_KEYS:  # keys built once: this runs for every sample of a batch
+        out[key] = 1.0 if kind == name and result.status == "error" else 0.0
     for name in components:
         value = result.components.get(name) if judged else None
         out[name] = float(value) if value is not None else 0.0
+    return out
+
+
+def extra_columns(
+    results: Sequence[Result], components: Sequence[str] = ()
+) -> dict[str, list[float]]:
+    """:func:`extra_values` of every result, as one list per key (the same keys, in order).
+
+    Built column by column for a whole batch: OpenRLHF's ``extra_logs`` want lists, and a
+    dict per sample that is then unpacked cost more than the verifier itself for
+    microsecond verifiers.
+    """
+    rewards = [result_reward(r) for r in results]
+    statuses = [r.status for r in results]
+    kinds = [r.error.kind if r.error is not None else None for r in results]
+    out: dict[str, list[float]] = {
+        "verifiers_valid": [0.0 if v is None else 1.0 for v in rewards],
+        "verifiers_pass": [1.0 if s == "pass" else 0.0 for s in statuses],
+        "verifiers_skipped": [1.0 if s == "skipped" else 0.0 for s in statuses],
+    }
+    for name, key in _ERROR_KEYS:
+        out[key] = [
+            1.0 if k == name and s == "error" else 0.0 for k, s in zip(kinds, statuses, strict=True)
+        ]
+    for name in components:
+        column: list[float] = []
+        for r, reward in zip(results, rewards, strict=True):
+            value = r.components.get(name) if reward is not None else None
+            column.append(float(value) if value is not None else 0.0)
+        out[name] = column
     return out
 
 

@@ -33,6 +33,7 @@ recommended form for mixed tasks.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -105,9 +106,59 @@ def parse_json(text: str | bytes) -> Any:
     return json.loads(text)
 
 
-@lru_cache(maxsize=_PARSE_CACHE_ITEMS)
-def _task_cached(text: str | bytes) -> Task | None:
-    return _validate_task_json(text)
+class TaskMemo:
+    """Validated tasks by their JSON text: a bounded memo shared by every adapter of a process.
+
+    The key is the whole string, so a hit is a string equal to one already validated: it can
+    never hand one row the task of another (two rows that differ in one character of their
+    task are two keys), and a column mutated between batches is simply new strings.
+
+    Two generations of plain dicts (a lookup is one or two ``dict.get``): new entries go to
+    the young one; when it holds ``items // 2`` entries or ``chars // 2`` characters it
+    becomes the old one and the previous old one is dropped; a hit in the old generation is
+    copied to the young one. So at most ``items`` entries and ``chars`` characters are held,
+    and tasks in use survive. Strings over ``max_chars`` are validated every time, never kept.
+    """
+
+    def __init__(self, items: int, chars: int, max_chars: int) -> None:
+        self.items, self.chars, self.max_chars = items, chars, max_chars
+        self._young: dict[str | bytes, Task | None] = {}
+        self._old: dict[str | bytes, Task | None] = {}
+        self._young_chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, text: str | bytes) -> Task | None:
+        """The validated task of ``text``, or ``None`` (not a valid task as it stands)."""
+        task = self._young.get(text, MISSING)
+        if task is not MISSING:
+            return task  # type: ignore[no-any-return]
+        task = self._old.get(text, MISSING)
+        if task is MISSING:
+            task = _validate_task_json(text)
+        if len(text) <= self.max_chars:
+            with self._lock:
+                if (
+                    len(self._young) >= self.items // 2
+                    or self._young_chars + len(text) > self.chars // 2
+                ):
+                    self._old, self._young, self._young_chars = self._young, {}, 0
+                self._young[text] = task
+                self._young_chars += len(text)
+        return task  # type: ignore[no-any-return]
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._young, self._old, self._young_chars = {}, {}, 0
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+
+_TASK_MEMO_ITEMS = 8192
+_TASK_MEMO_CHARS = 32 * 1024 * 1024
+TASKS = TaskMemo(_TASK_MEMO_ITEMS, _TASK_MEMO_CHARS, _PARSE_CACHE_MAX_CHARS)
+"""The process's task memo (8,192 strings, 32 Mi characters in all, 64 KiB each at most)."""
 
 
 def _validate_task_json(text: str | bytes) -> Task | None:
@@ -118,16 +169,14 @@ def _validate_task_json(text: str | bytes) -> Task | None:
 
 
 def task_from_json(text: str | bytes) -> Task | None:
-    """A JSON task string parsed and validated in one step (memoised like :func:`parse_json`).
+    """A JSON task string parsed and validated in one step (memoised in :data:`TASKS`).
 
     ``None`` when the text is not a valid task as it stands (not JSON, not an object, a
     top-level ``null`` that the dict path would drop, ...): the caller then takes the dict
     path, which reports the problem exactly as before. Where both succeed they agree: a
     top-level ``null`` here means the field's default, which is what dropping it means.
     """
-    if len(text) <= _PARSE_CACHE_MAX_CHARS:
-        return _task_cached(text)
-    return _validate_task_json(text)
+    return TASKS.get(text)
 
 
 def _json_or_value(value: Any, what: str) -> Any:
@@ -195,6 +244,21 @@ def make_item(
     row's task was a ``Task`` or a valid JSON task string (see the module docstring).
     """
     row_id = None if id is None else str(id)
+    if verifier is MISSING and spec is MISSING and (reference is MISSING or reference is None):
+        # The hot path of every adapter (a JSON task column or an already validated Task,
+        # nothing to fill in): one memo lookup and a small dict; anything else takes the
+        # general path below. ``metadata`` is not copied: the engine's validation copies it.
+        kind = type(task)
+        parsed = TASKS.get(task) if kind is str else task if kind is Task else None
+        if parsed is not None:
+            fast: dict[str, Any] = {"completion": completion, "task": parsed}
+            if row_id is not None:
+                fast["id"] = row_id
+            if prompt is not None:
+                fast["prompt"] = prompt
+            if metadata:
+                fast["metadata"] = metadata
+            return fast
     try:
         built = _build_task(
             task=task, verifier=verifier, spec=spec, reference=reference, defaults=defaults

@@ -68,7 +68,11 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from verifiers.rl_adapters._extra import extra_keys, extra_values, parse_components
+from verifiers.rl_adapters._extra import (
+    extra_columns,
+    extra_keys,
+    parse_components,
+)
 from verifiers.rl_adapters._groups import GroupBaseline
 from verifiers.rl_adapters._rows import (
     MISSING,
@@ -340,10 +344,8 @@ class OpenRLHFScoring:
 
     def response(self, results: Sequence[Result], values: Sequence[float]) -> OpenRLHFResponse:
         """The protocol response for ``results`` with the trainer values from :meth:`values`."""
-        logs: dict[str, list[float]] = {key: [] for key in self.keys}
-        for r in results:
-            for key, value in extra_values(r, self.components).items():
-                logs[key].append(value)
+        columns = extra_columns(results, self.components)
+        logs: dict[str, list[float]] = {key: columns[key] for key in self.keys}
         rewards = [float(v) for v in values]
         return OpenRLHFResponse(rewards=rewards, scores=list(rewards), extra_logs=logs)
 

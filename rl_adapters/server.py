@@ -7,6 +7,9 @@ Endpoints:
   result; the batch is never rejected for one bad item.
 - ``POST /get_reward`` (alias ``/v1/openrlhf``): OpenRLHF's protocol,
   ``{"query", "prompts", "labels"}`` -> ``{"rewards", "scores", "extra_logs"}``.
+- ``POST /verify``: NeMo-Gym's resources-server verify (``BaseVerifyRequest`` ->
+  ``BaseVerifyResponse``); an unjudged rollout is ``reward: null``, ``mask_sample: true``,
+  never 0 (see :mod:`verifiers.rl_adapters.nemo_gym`).
 - ``GET /healthz``: 200 ``{"status": "ok"}``; 503 ``draining`` once shutdown began.
 - ``GET /metrics``: Prometheus text: requests by endpoint and code, results by status and
   verifier, request and per-item latency histograms, items in flight, machine slots held,
@@ -54,7 +57,9 @@ from verifiers.types import Result
 from ._extra import parse_components
 from ._machine_limit import MachineSlots
 from ._ors_hook import mount_ors
+from ._rows import TaskDefaults
 from ._scorer import resolve_machine_slots, score_with_slots
+from .nemo_gym import verify_item, verify_reply
 from .openrlhf import (
     DEFAULT_EOS_TOKENS,
     SERVER_FLAGS,
@@ -466,6 +471,39 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             ),
             include_in_schema=path == "/get_reward",
         )
+
+    nemo_defaults = TaskDefaults(verifier=cfg.verifier, spec=cfg.spec)
+
+    @app.post(
+        "/verify",
+        summary="NeMo-Gym resources-server verify",
+        description=(
+            "NeMo-Gym's `BaseVerifyRequest` (`responses_create_params`, `response`, and the "
+            "dataset row's fields: `task`, or `verifier`/`spec`/`reference`, or "
+            "`expected_answer` for the server's `--verifier`) -> `BaseVerifyResponse`. An "
+            "unjudged rollout gets `reward: null` and `mask_sample: true`, never 0."
+        ),
+    )
+    async def nemo_verify(body: dict[str, Any]) -> Any:
+        has_task = any(body.get(k) is not None for k in ("task", "verifier"))
+        if not has_task and cfg.verifier is None:
+            # The task comes from NeMo-Gym's dataset row, never from the model: a row that
+            # names none would be unjudged on every step, so refuse it as a setup error.
+            raise HTTPException(
+                status_code=400,
+                detail=(
+                    "the /verify body has no 'task' or 'verifier' field and the server has "
+                    "no default verifier; start it with --verifier NAME, or add a 'task' "
+                    "field to the NeMo-Gym dataset rows"
+                ),
+            )
+        try:
+            item = verify_item(body, nemo_defaults)
+        except ValueError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
+        (result,) = await run([item])
+        # ASCII-escaped JSON: the echoed rollout may hold a lone surrogate from model text
+        return NanJSONResponse(verify_reply(body, result))
 
     @app.get("/healthz", summary="Liveness and readiness")
     async def healthz() -> Any:

@@ -37,6 +37,7 @@ per machine, across ranks.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -63,8 +64,15 @@ class _Batch:
 
     TRL hands every reward function the very same ``prompts``/``completions`` list objects in
     one ``_calculate_rewards`` call; identity of those lists and of every column
-    value (held strongly, so ids cannot be recycled) plus equality of a shallow copy of the
-    completions identifies the batch.
+    value (held strongly, so ids cannot be recycled) plus equality of a snapshot of the
+    completions, the prompts and every column the rows' tasks are built from identifies the
+    batch. Identity alone is not enough: a caller that mutates a column in place (a task
+    string replaced, a task dict's reference edited) and calls again with the same list
+    objects must be scored afresh, never handed the results of the old tasks. Completions
+    and prompts are snapshotted as shallow copies; the task columns (``task``, ``verifier``,
+    ``spec``, the reference and id columns) as shallow copies when they hold strings and
+    numbers, as deep copies otherwise (dicts from an Arrow struct, say), so an edit inside a
+    task dict is seen too.
     """
 
     def __init__(
@@ -73,11 +81,16 @@ class _Batch:
         completions: list[Any],
         columns: Mapping[str, Any],
         future: Future[list[Result]],
+        watched: Sequence[str] = (),
     ) -> None:
         self.prompts = prompts
         self.completions = completions
+        # completions and prompts: shallow copies (chat messages are not deep-copied per
+        # batch; a message edited in place is the caller's own business, not another task)
         self.snapshot = list(completions)
+        self.prompt_snapshot = list(prompts) if isinstance(prompts, list | tuple) else prompts
         self.columns = dict(columns)
+        self.watched = {k: _snapshot(columns.get(k)) for k in watched}
         self.future = future
         self.logged = False
 
@@ -85,10 +98,30 @@ class _Batch:
         return (
             self.prompts is prompts
             and self.completions is completions
-            and self.snapshot == completions
             and self.columns.keys() == columns.keys()
             and all(self.columns[k] is v for k, v in columns.items())
+            and self.snapshot == completions
+            and _same(self.prompt_snapshot, prompts)
+            and all(_same(snap, columns.get(k)) for k, snap in self.watched.items())
         )
+
+
+_IMMUTABLE = (str, bytes, int, float, bool, type(None))
+
+
+def _snapshot(values: Any) -> Any:
+    """A copy of a column that a later in-place edit cannot reach (see :class:`_Batch`)."""
+    if not isinstance(values, list | tuple):
+        return values
+    if all(type(v) in _IMMUTABLE for v in values):
+        return list(values)
+    return copy.deepcopy(list(values))
+
+
+def _same(snapshot: Any, values: Any) -> bool:
+    if isinstance(values, list | tuple):
+        return isinstance(snapshot, list) and snapshot == list(values)
+    return snapshot is values or bool(snapshot == values)
 
 
 class TRLRewards:
@@ -248,7 +281,8 @@ class TRLRewards:
                 return batch
             items = self.items(prompts, completions, kwargs)
             future = self.scorer._submit(self.scorer._score(items))
-            batch = _Batch(prompts, completions, kwargs, future)
+            watched = ("task", "verifier", "spec", self.reference_column, self.id_column)
+            batch = _Batch(prompts, completions, kwargs, future, watched)
             self._batch = batch
             return batch
 

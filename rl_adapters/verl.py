@@ -114,6 +114,7 @@ class _Rows:
         self.verifier = kwargs.get("verifier")
         self.spec = kwargs.get("spec")
         self._defaults: dict[Any, TaskDefaults] = {}
+        self._metadata: dict[str, dict[str, str]] = {}
 
     def defaults(self, data_source: Any) -> TaskDefaults:
         verifier = self.verifier
@@ -158,13 +159,17 @@ class _Rows:
             )
         row_id = info.get("id", info.get("index"))
         prompt = info.get("prompt")
+        source = str(data_source)
+        metadata = self._metadata.get(source)
+        if metadata is None:  # one per data source, shared by its rows (items are read-only)
+            metadata = self._metadata[source] = {"data_source": source}
         return make_item(
             completion=solution_str,
             prompt=prompt if isinstance(prompt, str) else None,
             task=task,
             reference=reference,
             id=row_id,
-            metadata={"data_source": str(data_source)},
+            metadata=metadata,
             defaults=self.defaults(data_source),
         )
 

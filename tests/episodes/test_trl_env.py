@@ -12,6 +12,7 @@ import signal
 from typing import Any
 
 import pytest
+import tiny_trl
 from episode_helpers import TASKS, row
 from verifiers.rl_adapters.trl_env import VerifiersEnv
 
@@ -103,55 +104,14 @@ def test_bad_row_abstains() -> None:
 @pytest.mark.rl
 @pytest.mark.slow
 def test_grpo_trainer_runs_with_the_environment_factory(tmp_path: Any) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    tiny_trl.offline()
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     from trl import GRPOConfig, GRPOTrainer
-    from trl.chat_template_utils import qwen3_chat_template
 
     from datasets import Dataset
 
     torch.manual_seed(0)
-    specials = [
-        "<pad>",
-        "<|im_start|>",
-        "<|im_end|>",
-        "<tool_call>",
-        "</tool_call>",
-        "<think>",
-        "</think>",
-    ]
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    corpus = ["fix the bug in calc.py then submit", '{"name": "submit", "arguments": {}}'] * 20
-    tok.train_from_iterator(
-        corpus,
-        trainers.BpeTrainer(
-            vocab_size=320,
-            special_tokens=specials,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<pad>"
-    )
-    tokenizer.padding_side = "left"
-    tokenizer.chat_template = qwen3_chat_template
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    model = LlamaForCausalLM(config)
+    model = tiny_trl.model()
     rows = [_trl_row("cli-greet") for _ in range(2)]
     dataset = Dataset.from_dict(
         {
@@ -161,24 +121,17 @@ def test_grpo_trainer_runs_with_the_environment_factory(tmp_path: Any) -> None:
         }
     )
     args = GRPOConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        bf16=False,
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=8,
-        max_steps=2,
-        learning_rate=1e-4,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        dataloader_num_workers=0,
-        seed=0,
-        max_tool_calling_iterations=1,
+        **tiny_trl.trainer_args(
+            tmp_path,
+            per_device_train_batch_size=4,
+            num_generations=2,
+            max_steps=2,
+            max_tool_calling_iterations=1,
+        )
     )
     trainer = GRPOTrainer(
         model=model,
-        processing_class=tokenizer,
+        processing_class=tiny_trl.tokenizer(),
         args=args,
         train_dataset=dataset,
         environment_factory=VerifiersEnv,

@@ -92,9 +92,9 @@ def test_every_example_is_marked() -> None:
 @pytest.mark.rl
 @pytest.mark.slow
 def test_trl_examples_train_on_cpu(tmp_path: Path) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    from test_rl_trl import _tiny_model_and_tokenizer
+    import tiny_trl
+
+    tiny_trl.offline()
 
     [first] = _of("trl")
     code = _sub(
@@ -108,7 +108,7 @@ def test_trl_examples_train_on_cpu(tmp_path: Path) -> None:
         "GRPOConfig(output_dir=OUT, use_cpu=True, max_steps=1, max_completion_length=8, "
         'report_to="none", save_strategy="no", ',
     )
-    model, tokenizer = _tiny_model_and_tokenizer()
+    model, tokenizer = tiny_trl.model(), tiny_trl.tokenizer()
     ns: dict[str, Any] = {"TINY_MODEL": model, "TINY_TOKENIZER": tokenizer, "OUT": str(tmp_path)}
     exec(compile(code, "docs/adapters.md#trl", "exec"), ns)
     history = [r for r in ns["trainer"].state.log_history if "rewards/verifiers/mean" in r]

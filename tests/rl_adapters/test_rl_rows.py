@@ -138,3 +138,20 @@ _PIECES = st.sampled_from(["a", " ", "\n", "</s>", "<eos>", "<|im_end|>", "END\n
 def test_response_text_matches_the_plain_loop(body: str, prompt: str | None, tokens: Any) -> None:
     query = (prompt or "") + body
     assert response_text(query, prompt, tokens) == _response_text_reference(query, prompt, tokens)
+
+
+def test_extra_columns_match_extra_values_per_sample() -> None:
+    """The batch-wide columns OpenRLHF logs equal the per-sample values, key by key."""
+    from verifiers.rl_adapters._extra import extra_columns, extra_keys, extra_values
+
+    results = [
+        Result.scored(1.0, components={"hit": 1.0, "short": 0.0}),
+        Result.scored(0.25, components={"hit": 0.0}),
+        Result.skip("no reference"),
+        *(Result.errored(kind, "x") for kind in ("bad_input", "infra", "timeout", "verifier")),
+    ]
+    for components in ((), ("hit", "short")):
+        columns = extra_columns(results, components)
+        assert tuple(columns) == extra_keys(components)
+        for i, result in enumerate(results):
+            assert {k: v[i] for k, v in columns.items()} == extra_values(result, components)

@@ -331,3 +331,100 @@ def test_non_finite_invalid_score_is_refused_at_start() -> None:
     from verifiers.rl_adapters.server import main
 
     assert main(["--invalid-score", "nan", "--write-openapi", "/dev/null"]) == 2
+
+
+def _nemo_body(text: str, **row: Any) -> dict[str, Any]:
+    """A NeMo-Gym ``BaseVerifyRequest`` as its agents post it (Responses API shapes)."""
+    return {
+        "responses_create_params": {"input": [{"role": "user", "content": "What is 2 + 2?"}]},
+        "response": {
+            "id": "resp_1",
+            "created_at": 1.0,
+            "model": "policy",
+            "object": "response",
+            "output": [
+                {
+                    "id": "rs_1",
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": "The answer is 5"}],
+                },
+                {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                },
+            ],
+            "parallel_tool_calls": False,
+            "tool_choice": "none",
+            "tools": [],
+        },
+        **row,
+    }
+
+
+def test_nemo_gym_verify_scores_and_never_turns_an_abstain_into_zero(server: _Server) -> None:
+    """``POST /verify`` speaks NeMo-Gym's resources-server contract: the request echoed plus
+    ``reward``; an unjudged rollout is ``reward: null`` with ``mask_sample: true`` and a
+    ``failure_kind``, never a 0 a trainer would take for a wrong answer."""
+    cases = {
+        "pass": _nemo_body("The answer is 4", expected_answer="4", question="What is 2 + 2?"),
+        "fail": _nemo_body("The answer is 5", expected_answer="4"),
+        # the reasoning item says 5: only the assistant's message is the answer
+        "task": _nemo_body("4", task=json.dumps({"verifier": "answer.numeric", "reference": 4})),
+        "task_dict": _nemo_body("3", task={"verifier": "answer.numeric", "reference": 4}),
+        "no_reference": _nemo_body("The answer is 4"),  # bad_input: answer.numeric needs one
+        "infra": _nemo_body(
+            "x", task={"verifier": "rltest.slow", "spec": {"sleep_s": 0, "fail": True}}
+        ),
+        "bad_task": _nemo_body("4", task='{"verifier": "answer.numeric", "oops": 1}'),
+        "surrogate": _nemo_body("The answer is 4 \ud800", expected_answer="4"),
+    }
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        replies = {}
+        for name, body in cases.items():
+            raw = json.dumps(body)  # ASCII-escaped: the lone surrogate travels as \ud800
+            response = client.post(
+                "/verify", content=raw, headers={"content-type": "application/json"}
+            )
+            assert response.status_code == 200, (name, response.text)
+            replies[name] = response.json()
+        missing = client.post("/verify", json={"responses_create_params": {"input": "q"}})
+        assert missing.status_code == 422 and "'response'" in missing.json()["detail"]
+    for name in ("pass", "task", "surrogate"):
+        assert (replies[name]["reward"], replies[name]["mask_sample"]) == (1.0, False), name
+        assert replies[name]["failure_kind"] is None
+    for name in ("fail", "task_dict"):
+        assert (replies[name]["reward"], replies[name]["mask_sample"]) == (0.0, False), name
+    assert replies["pass"]["question"] == "What is 2 + 2?"  # the request is echoed
+    assert replies["pass"]["response"]["id"] == "resp_1"
+    assert replies["pass"]["verifiers"]["status"] == "pass"
+    kinds = {
+        "no_reference": "verifiers:bad_input",
+        "infra": "provider_unavailable",
+        "bad_task": "verifiers:bad_input",
+    }
+    for name, kind in kinds.items():
+        reply = replies[name]
+        assert reply["reward"] is None and reply["mask_sample"] is True, name
+        assert reply["failure_kind"] == kind and reply["failure_reason"], name
+        assert reply["verifiers"]["status"] == "error"
+    assert "sandbox fell over" in replies["infra"]["failure_reason"]
+
+
+def test_nemo_gym_verify_without_any_task_is_a_setup_error() -> None:
+    """A server with no default verifier refuses rows that name no task (400 naming the fix)
+    instead of answering every rollout with an abstain."""
+    from verifiers.rl_adapters.server import create_app
+
+    app = create_app(ServerSettings(engine=EngineSettings(sandbox="none")))
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.post("/verify", json=_nemo_body("4", expected_answer="4"))
+
+    response = asyncio.run(post())
+    assert response.status_code == 400
+    assert "--verifier" in response.json()["detail"]

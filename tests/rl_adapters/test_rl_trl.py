@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 from typing import Any
 
 import pytest
 import rl_helpers  # noqa: F401 - registers rltest.* verifiers
+import tiny_trl
 from verifiers.rl_adapters import Scorer
 from verifiers.rl_adapters.trl import TRLRewards
 
@@ -144,53 +144,17 @@ def test_error_result_is_none_never_zero() -> None:
 # -- a real GRPOTrainer run ------------------------------------------------------------------
 
 
-def _tiny_model_and_tokenizer() -> tuple[Any, Any]:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    corpus = ["What is 2 + 3? The answer is 5.", "one two three four five six seven"] * 50
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        corpus,
-        trainers.BpeTrainer(
-            vocab_size=300,
-            special_tokens=["<pad>", "<s>", "</s>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>"
-    )
-    tokenizer.padding_side = "left"
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    return LlamaForCausalLM(config), tokenizer
-
-
 @pytest.mark.rl
 @pytest.mark.parametrize("asynchronous", [True, False])
 def test_real_grpo_trainer_run(tmp_path: Any, asynchronous: bool) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    tiny_trl.offline()
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
     from datasets import Dataset
 
     torch.manual_seed(0)
-    model, tokenizer = _tiny_model_and_tokenizer()
+    model, tokenizer = tiny_trl.model(), tiny_trl.tokenizer()
     prompts = [f"What is {a} + {b}? The answer is" for a, b in [(1, 1), (2, 2), (1, 2), (0, 0)]]
 
     def checks(reference: int) -> str:  # the built-in answer verifiers, composed
@@ -228,22 +192,7 @@ def test_real_grpo_trainer_run(tmp_path: Any, asynchronous: bool) -> None:
             return out
 
     recorder.__name__ = main.__name__
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        bf16=False,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=8,
-        max_steps=3,
-        learning_rate=1e-4,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        dataloader_num_workers=0,
-        seed=0,
-        reward_weights=rewards.weights,
-    )
+    args = GRPOConfig(**tiny_trl.trainer_args(tmp_path, reward_weights=rewards.weights))
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
@@ -307,38 +256,25 @@ def test_abstain_is_zero_advantage_beside_other_reward_functions(
     """Real GRPOTrainer/RLOOTrainer runs: with ``guard``, a row the verifier could not judge
     gets advantage 0 even though another reward function scores it; unguarded (the trap),
     TRL counts the row as scored and hands it a non-zero advantage."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    tiny_trl.offline()
     import torch
     from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
     from datasets import Dataset
 
     torch.manual_seed(0)
-    model, tokenizer = _tiny_model_and_tokenizer()
+    model, tokenizer = tiny_trl.model(), tiny_trl.tokenizer()
     good = json.dumps({"verifier": "rltest.contains", "reference": " "})
     bad = json.dumps({"verifier": "no.such.verifier"})  # every generation of it errors
     prompts = [f"What is {a} + {b}? The answer is" for a, b in [(1, 1), (2, 2), (1, 2), (0, 0)]]
     dataset = Dataset.from_dict({"prompt": prompts, "task": [good, good, good, bad]})
     rewards = TRLRewards(asynchronous=True, settings=EngineSettings(sandbox="none", workers=1))
     other = rewards.guard(brevity) if guarded else brevity
-    common: dict[str, Any] = {
-        "output_dir": str(tmp_path),
-        "use_cpu": True,
-        "bf16": False,
-        "per_device_train_batch_size": 8,
-        "num_generations": 4,
-        "max_completion_length": 8,
-        "max_steps": 3,
-        "learning_rate": 1e-4,
-        "logging_steps": 1,
-        "report_to": "none",
-        "save_strategy": "no",
-        "dataloader_num_workers": 0,
-        "seed": 0,
-        "reward_weights": [1.0, 1.0],
-        "beta": 0.0,  # no reference model (a tiny model built from a config has no path)
-    }
+    common = tiny_trl.trainer_args(
+        tmp_path,
+        reward_weights=[1.0, 1.0],
+        beta=0.0,  # no reference model (a tiny model built from a config has no path)
+    )
     config_cls, trainer_cls = (
         (GRPOConfig, GRPOTrainer) if trainer_name == "grpo" else (RLOOConfig, RLOOTrainer)
     )
