@@ -19,10 +19,10 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-import signal
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifiers.gates import CheckOutcome, gated_mean, signal_name
 from verifiers.types import Result
 
 from ._engine import ENGINE
@@ -32,20 +32,6 @@ from ._tscn import NodeState, SceneState
 __all__ = ["CheckOutcome", "RunReport", "evaluate", "script_errors"]
 
 _AT = re.compile(r"^\s*At: (res://[^\s:]+):(\d+)")
-
-
-@dataclass
-class CheckOutcome:
-    """One named check: score in [0, 1], whether it gates, a line for the model."""
-
-    name: str
-    score: float
-    gate: bool = False
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.score >= 1.0 - 1e-9
 
 
 @dataclass
@@ -93,11 +79,7 @@ def _ended(run: RunReport, spec: GodotSpec) -> str:
     if run.how == "oom":
         return f"the engine ran out of memory (limit {spec.memory_mb} MB)"
     if run.how == "signal":
-        try:
-            name = signal.Signals(run.code).name
-        except ValueError:
-            name = f"signal {run.code}"
-        return f"the engine crashed ({name}) while running your scene"
+        return f"the engine crashed ({signal_name(run.code)}) while running your scene"
     return f"the engine exited with status {run.code}"
 
 
@@ -324,17 +306,9 @@ def evaluate(run: RunReport, spec: GodotSpec) -> Result:
             checks += [_node_check(e, i, run.start) for i, e in enumerate(spec.expect.nodes)]
             checks += [_signal_check(s, run.start) for s in spec.expect.signals]
             checks += [_probe(p, run.start, run.end) for p in spec.probes]
-    components = dict.fromkeys(spec.component_names(), 0.0)
-    gates = set(spec.gates)
-    for check in checks:
-        components[check.name] = check.score
-        check.gate = check.name in gates
-    gated = any(c.gate and not c.ok for c in checks) or len(checks) < len(components)
-    soft = [c.score for c in checks if not c.gate]
-    reward = 0.0 if gated else (sum(soft) / len(soft) if soft else 1.0)
-    lines = [c.message for c in checks if not c.ok and c.message]
+    scored = gated_mean(checks, spec.component_names(), spec.gates)
     details: dict[str, Any] = {
-        "checks": {c.name: {"score": c.score, "gate": c.gate, "ok": c.ok} for c in checks},
+        "checks": scored.checks,
         "engine": {"how": run.how, "code": run.code, "seconds": round(run.seconds, 3)},
         "stderr_tail": run.stderr[-2000:],
     }
@@ -343,4 +317,9 @@ def evaluate(run: RunReport, spec: GodotSpec) -> Result:
             n.path: {"type": n.type, "position": list(n.position) if n.position else None}
             for n in list(run.end.nodes.values())[:50]
         }
-    return Result.scored(reward, components=components, feedback="\n".join(lines), details=details)
+    return Result.scored(
+        scored.reward,
+        components=scored.components,
+        feedback="\n".join(scored.lines),
+        details=details,
+    )

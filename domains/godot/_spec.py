@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from verifiers.gates import validate_gates
 from verifiers.protocol import Spec
 
 __all__ = [
@@ -161,17 +162,5 @@ class GodotSpec(Spec):
 
     @model_validator(mode="after")
     def _gates_known(self) -> GodotSpec:
-        names = self.component_names()
-        if len(set(names)) != len(names):
-            dupes = sorted({n for n in names if names.count(n) > 1})
-            raise ValueError(f"component names repeat: {dupes}; give probes a distinct label")
-        unknown = [g for g in self.gates if g not in names]
-        if unknown:
-            raise ValueError(f"gates {unknown} are not components of this spec; known: {names}")
-        missing = [g for g in STRUCTURAL_GATES if g not in self.gates]
-        if missing:
-            raise ValueError(
-                f"gates must include {', '.join(missing)} (the other checks cannot run "
-                f"without them): use {sorted(set(self.gates) | set(missing))}"
-            )
+        validate_gates(self.component_names(), self.gates, STRUCTURAL_GATES)
         return self
