@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import json
 import secrets
+from pathlib import Path
 from typing import Any, ClassVar
 
 from verifiers.context import VerifierContext
-from verifiers.errors import BadInput, SandboxUnavailable
+from verifiers.errors import SandboxUnavailable
+from verifiers.gates import process_end, read_left
 from verifiers.protocol import Verifier
 from verifiers.registry import register
 from verifiers.text import completion_text
@@ -35,6 +37,7 @@ from verifiers.types import Result, Trajectory
 from ._checks import RunReport, evaluate
 from ._engine import ENGINE
 from ._files import FileMapError, builder_scene, project_files
+from ._jail import NO_JAIL
 from ._spec import GodotSpec
 from ._tscn import SceneState, TscnError, parse_tscn
 
@@ -53,7 +56,11 @@ _PIDS = 128
 _MAX_REPORT = 1 << 20
 _MAX_STATE = 32 << 20
 _START_GRACE_S = 20.0
-_NOT_STARTED = (126, 127)
+_NOT_STARTED = (126, 127, NO_JAIL)
+"""Exit statuses that may mean the engine never started (not found, not runnable, the
+jail refused by the kernel). The model's code can exit with them too, so they trigger a
+probe of the runtime (when report A is missing), never an abstain by themselves."""
+_JAIL = Path(__file__).with_name("_jail.py").read_bytes()
 
 
 @register("game.godot")
@@ -108,25 +115,19 @@ class GodotScene(Verifier[GodotSpec]):
                 {
                     "project.godot": _PROJECT,
                     "_harness.gd": ENGINE.harness_source(),
+                    "_jail.py": _JAIL,
                     "_job.json": json.dumps(job).encode(),
                 },
                 readonly=True,
             )
             await sb.write_files({"_token": f"{token_a} {token_b}\n"})
-            done = await sb.exec(ENGINE.argv(spec.fps), timeout=spec.timeout_s)
-            report_a = _authentic(await _read(sb, "_report_a.json", _MAX_REPORT), token_a)
-            raw_b = _json(await _read(sb, "_report_b.json", _MAX_REPORT))
-            states = [await _read(sb, f"_state{i}.tscn", _MAX_STATE) for i in (0, 1)]
+            done = await sb.exec(_jailed(ENGINE.argv(spec.fps)), timeout=spec.timeout_s)
+            report_a = _authentic(await read_left(sb, "_report_a.json", _MAX_REPORT), token_a)
+            raw_b = _json(await read_left(sb, "_report_b.json", _MAX_REPORT))
+            states = [await read_left(sb, f"_state{i}.tscn", _MAX_STATE) for i in (0, 1)]
         if done.returncode in _NOT_STARTED and report_a is None:
             await _probe_runtime(ctx)
-        if done.timed_out:
-            how, code = "timeout", 0
-        elif done.oom_killed:
-            how, code = "oom", done.returncode
-        elif done.returncode < 0:
-            how, code = "signal", -done.returncode
-        else:
-            how, code = "exit", done.returncode
+        how, code = process_end(done)
         proven = isinstance(raw_b, dict) and secrets.compare_digest(
             str(raw_b.get("token", "")), token_b
         )
@@ -149,19 +150,15 @@ class GodotScene(Verifier[GodotSpec]):
         return run
 
 
+def _jailed(argv: list[str]) -> list[str]:
+    """``argv`` started through ``_jail.py`` (no ``/proc``, no memory reads; see there)."""
+    return ["python3", "-I", "_jail.py", *argv]
+
+
 def _state(data: bytes | None, spec: GodotSpec) -> SceneState:
     if data is None:
         raise TscnError("the harness saved no state")
     return parse_tscn(data.decode("utf-8", "replace"), max_nodes=spec.max_nodes)
-
-
-async def _read(sb: Any, name: str, cap: int) -> bytes | None:
-    """A file the engine run left (the model could have replaced it): None when absent, not
-    a regular file or over ``cap``."""
-    try:
-        return bytes(await sb.read_file(name, max_bytes=cap))
-    except (FileNotFoundError, BadInput):
-        return None
 
 
 def _json(data: bytes | None) -> Any:
@@ -191,10 +188,12 @@ async def _probe_runtime(ctx: VerifierContext) -> None:
         SandboxUnavailable: the godot runtime cannot run its engine.
     """
     async with ctx.sandbox(RUNTIME, timeout_s=60, pids=_PIDS, memory_mb=1024) as sb:
-        run = await sb.exec([ENGINE.binary, "--version"], timeout=60)
+        await sb.write_files({"_jail.py": _JAIL}, readonly=True)
+        run = await sb.exec(_jailed([ENGINE.binary, "--version"]), timeout=60)
     if not run.ok:
         tail = " | ".join(run.text("stderr").strip().splitlines()[-3:])
         raise SandboxUnavailable(
-            f"the godot runtime cannot start {ENGINE.binary}: {tail or run.returncode}",
+            f"the godot runtime cannot start {ENGINE.binary} in its jail (Landlock and "
+            f"seccomp, see _jail.py): {tail or run.returncode}",
             hint="run `verifiers sandbox build godot` (and .ci/setup.d/50-engines.sh)",
         )
