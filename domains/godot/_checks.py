@@ -26,7 +26,15 @@ from verifiers.gates import CheckOutcome, gated_mean, signal_name
 from verifiers.types import Result
 
 from ._engine import ENGINE
-from ._spec import AtRestProbe, GodotSpec, MovedProbe, NodeExpect, PositionProbe, SignalExpect
+from ._spec import (
+    AtRestProbe,
+    ContactProbe,
+    GodotSpec,
+    MovedProbe,
+    NodeExpect,
+    PositionProbe,
+    SignalExpect,
+)
 from ._tscn import NodeState, SceneState
 
 __all__ = ["CheckOutcome", "RunReport", "evaluate", "script_errors"]
@@ -55,6 +63,10 @@ class RunReport:
     scripts: list[str] = field(default_factory=list)
     truncated: bool = False
     """The engine's output passed the sandbox's cap: errors after it would be unseen."""
+    contacts: list[dict[str, Any]] = field(default_factory=list)
+    """Per contact probe, from the proven report B: ``frame`` of the first contact (-1:
+    none), ``jump`` (first frame the node moved further than its velocity explains, -1:
+    none), ``size`` of that jump, ``rigid`` (the node is a rigid body)."""
 
 
 def script_errors(stderr: str) -> tuple[list[str], list[str]]:
@@ -88,8 +100,15 @@ def _structural(run: RunReport, spec: GodotSpec) -> list[CheckOutcome]:
     out: list[CheckOutcome] = []
     verdicts = (run.report_a or {}).get("parse", {})
     bad = [s for s in run.scripts if verdicts.get(f"res://{s}") is not True]
+    shadows = (run.report_a or {}).get("shadows", {})
     if parse or (run.report_a is not None and bad):
-        detail = "; ".join(parse[:5]) or f"{', '.join(bad[:5])} did not compile"
+        detail = "; ".join(parse[:5]) or "; ".join(
+            f"{s} overrides the engine method {shadows[f'res://{s}']} (not allowed: the "
+            "harness reads the scene through engine methods)"
+            if f"res://{s}" in shadows
+            else f"{s} did not compile"
+            for s in bad[:5]
+        )
         out.append(CheckOutcome("scripts", 0.0, True, f"scripts do not parse: {detail}"))
         return out
     if run.report_a is None:
@@ -228,6 +247,31 @@ def _probe_node(scene: SceneState, path: str) -> NodeState | None:
     return scene.nodes.get(path)
 
 
+def _contact(probe: ContactProbe, seen: dict[str, Any] | None, frames: int) -> CheckOutcome:
+    label = probe.label()
+    if seen is None:
+        return CheckOutcome(label, 0.0, False, f"{probe.node!r} was not watched")
+    frame, jump = int(seen.get("frame", -1)), int(seen.get("jump", -1))
+    if frame < 0:
+        return CheckOutcome(
+            label, 0.0, False, f"{probe.node} never touched {probe.other} in {frames} frames"
+        )
+    if probe.physics and seen.get("rigid") is not True:
+        return CheckOutcome(
+            label, 0.0, False, f"{probe.node} is not a rigid body (physics moves rigid bodies)"
+        )
+    if probe.physics and 0 <= jump <= frame:
+        size = float(seen.get("size", 0.0))
+        return CheckOutcome(
+            label,
+            0.0,
+            False,
+            f"{probe.node} was moved by a script at frame {jump} (a jump of {size:.3f} its "
+            f"velocity does not explain) before it touched {probe.other}: let physics move it",
+        )
+    return CheckOutcome(label, 1.0)
+
+
 def _probe(probe: Any, start: SceneState, end: SceneState) -> CheckOutcome:
     label = probe.label()
     node = _probe_node(end, probe.node)
@@ -305,7 +349,12 @@ def evaluate(run: RunReport, spec: GodotSpec) -> Result:
         else:
             checks += [_node_check(e, i, run.start) for i, e in enumerate(spec.expect.nodes)]
             checks += [_signal_check(s, run.start) for s in spec.expect.signals]
-            checks += [_probe(p, run.start, run.end) for p in spec.probes]
+            contacts = iter(run.contacts)
+            for p in spec.probes:
+                if isinstance(p, ContactProbe):
+                    checks.append(_contact(p, next(contacts, None), spec.frames))
+                else:
+                    checks.append(_probe(p, run.start, run.end))
     scored = gated_mean(checks, spec.component_names(), spec.gates)
     details: dict[str, Any] = {
         "checks": scored.checks,

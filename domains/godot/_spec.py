@@ -7,6 +7,7 @@ The shape is a public contract::
                 "signals": [{"from": "Button", "signal": "pressed", "to": ".",
                              "method": "_on_pressed"}]},
      "probes": [{"kind": "at_rest", "node": "Ball", "max_speed": 0.05},
+                {"kind": "contact", "node": "Ball", "other": "Floor"},
                 {"kind": "position", "node": "Ball", "target": [0, 1, 0], "tol": 0.1}]}
 
 Unknown keys are rejected everywhere (``bad_input`` naming the closest valid key).
@@ -24,6 +25,7 @@ from verifiers.protocol import Spec
 __all__ = [
     "STRUCTURAL_GATES",
     "AtRestProbe",
+    "ContactProbe",
     "GodotSpec",
     "MovedProbe",
     "NodeExpect",
@@ -128,7 +130,24 @@ class MovedProbe(_Probe):
     direction: Vec | None = None
 
 
-Probe = Annotated[PositionProbe | AtRestProbe | MovedProbe, Field(discriminator="kind")]
+class ContactProbe(_Probe):
+    """During the frames, the node touched ``other`` (a collision happened).
+
+    Decided by the trusted harness each frame, by asking the physics space with the node's
+    own shapes (not by contact monitoring or signals, which the model's scripts control), and
+    bound to the run's proof. With ``physics`` (the default) the node must be a rigid body
+    that got there by physics: a frame in which it jumped further than its velocity explains
+    (a script set its position) before the first contact fails the probe."""
+
+    kind: Literal["contact"]
+    other: str
+    """Path of the other collision object (``.`` is the root)."""
+    physics: bool = True
+
+
+Probe = Annotated[
+    PositionProbe | AtRestProbe | MovedProbe | ContactProbe, Field(discriminator="kind")
+]
 
 
 class GodotSpec(Spec):

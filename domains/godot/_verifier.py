@@ -21,6 +21,7 @@ by a probe when the engine did not start at all (exit 126/127).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 from pathlib import Path
@@ -38,7 +39,7 @@ from ._checks import RunReport, evaluate
 from ._engine import ENGINE
 from ._files import FileMapError, builder_scene, project_files
 from ._jail import NO_JAIL
-from ._spec import GodotSpec
+from ._spec import ContactProbe, GodotSpec
 from ._tscn import SceneState, TscnError, parse_tscn
 
 __all__ = ["GodotScene", "RUNTIME"]
@@ -97,11 +98,14 @@ class GodotScene(Verifier[GodotSpec]):
     async def _run(self, files: dict[str, str], spec: GodotSpec, ctx: VerifierContext) -> RunReport:
         token_a, token_b = secrets.token_hex(16), secrets.token_hex(16)
         scripts = sorted(n for n in files if n.endswith(".gd"))
+        contacts = [[p.node, p.other] for p in spec.probes if isinstance(p, ContactProbe)]
         job = {
             "scripts": [f"res://{s}" for s in scripts],
             "scene": f"res://{spec.scene}",
             "frames": spec.frames,
             "max_nodes": spec.max_nodes,
+            "fps": spec.fps,
+            "contacts": contacts,
         }
         limits: dict[str, Any] = {
             "timeout_s": spec.timeout_s,
@@ -128,9 +132,8 @@ class GodotScene(Verifier[GodotSpec]):
         if done.returncode in _NOT_STARTED and report_a is None:
             await _probe_runtime(ctx)
         how, code = process_end(done)
-        proven = isinstance(raw_b, dict) and secrets.compare_digest(
-            str(raw_b.get("token", "")), token_b
-        )
+        payload = _proven(raw_b, token_b)
+        proven = payload is not None
         run = RunReport(
             how=how,
             code=code,
@@ -139,6 +142,7 @@ class GodotScene(Verifier[GodotSpec]):
             report_a=report_a,
             frames_proven=proven,
             frames_note={} if proven or not isinstance(raw_b, dict) else raw_b,
+            contacts=_contacts(payload, len(contacts)),
             scripts=scripts,
             truncated=done.truncated,
         )
@@ -148,6 +152,27 @@ class GodotScene(Verifier[GodotSpec]):
             except TscnError as exc:
                 run.state_error = str(exc)
         return run
+
+
+def _proven(raw: Any, token: str) -> dict[str, Any] | None:
+    """Report B's payload when its proof is the keyed hash of it under ``token`` (the
+    harness's nested sha256, recomputed here): None for anything else."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("payload"), str):
+        return None
+    text = raw["payload"]
+    inner = hashlib.sha256((token + text).encode()).hexdigest()
+    proof = hashlib.sha256((token + inner).encode()).hexdigest()
+    if not secrets.compare_digest(str(raw.get("proof", "")), proof):
+        return None
+    payload = _json(text.encode())
+    return payload if isinstance(payload, dict) else None
+
+
+def _contacts(payload: dict[str, Any] | None, count: int) -> list[dict[str, Any]]:
+    listed = (payload or {}).get("contacts")
+    if not isinstance(listed, list) or len(listed) != count:
+        return []
+    return [c if isinstance(c, dict) else {} for c in listed]
 
 
 def _jailed(argv: list[str]) -> list[str]:
@@ -175,9 +200,13 @@ def _authentic(data: bytes | None, token: str) -> dict[str, Any] | None:
     if not isinstance(raw, dict) or not secrets.compare_digest(str(raw.get("token", "")), token):
         return None
     parse = raw.get("parse")
+    shadows = raw.get("shadows")
     return {
         "scene": raw.get("scene") if isinstance(raw.get("scene"), str) else "",
         "parse": {str(k): v is True for k, v in parse.items()} if isinstance(parse, dict) else {},
+        "shadows": {str(k): str(v)[:100] for k, v in shadows.items()}
+        if isinstance(shadows, dict)
+        else {},
     }
 
 
