@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,15 @@ CadQuery needs a few seconds on a quiet machine and over 60 s (the default) at a
 class EngineCorpus:
     """``corpus`` (a JSONL file) and its generator ``make`` (a ``make_corpus.py``)."""
 
-    def __init__(self, corpus: Path, make: Path) -> None:
+    def __init__(
+        self, corpus: Path, make: Path, *, pool_sizes: dict[str, int] | None = None
+    ) -> None:
         self.corpus = corpus
         self.make_path = make
+        self.pool_sizes = pool_sizes or {}
+        """Workers per runtime profile by backend (absent: the provider's default). Fewer
+        containers start fewer zygotes at once, which is what a small corpus on Docker waits
+        for (CAD at load 20: 219 s with the default 4, 58 s with 1; local was faster with 4)."""
         self._scored: dict[tuple[str, tuple[str, ...]], dict[str, verifiers.Result]] = {}
 
     def items(self) -> list[dict[str, Any]]:
@@ -69,7 +76,10 @@ class EngineCorpus:
             base_dir = self.corpus.parent
 
             async def run() -> list[verifiers.Result]:
-                provider = open_provider(backend, SandboxSettings(start_timeout_s=START_S))
+                options: dict[str, Any] = {"start_timeout_s": START_S}
+                if backend in self.pool_sizes:
+                    options["pool_size"] = self.pool_sizes[backend]
+                provider = open_provider(backend, SandboxSettings(**options))
                 try:
                     settings = EngineSettings.from_env(sandbox=backend)
                     async with Engine(settings, sandboxes=provider, base_dir=base_dir) as engine:
@@ -90,9 +100,19 @@ class EngineCorpus:
         for needle in expected["feedback"]:
             assert needle in result.feedback, (item_id, needle, result.feedback)
 
-    def missing_runtime_result(self, cache: Path) -> verifiers.Result:
-        """The first line scored on the local backend with an empty runtime cache
-        (``VERIFIERS_SANDBOX_CACHE`` must point at ``cache``): an ``error/infra``."""
-        assert cache.is_dir()
+    def check_families(self) -> None:
+        """At least 15 lines, and 3 or more in each family."""
+        families = Counter(i["metadata"]["family"] for i in self.items())
+        assert len(self.items()) >= 15
+        assert all(families[f] >= 3 for f in ("pass", "partial", "failure", "hack")), families
+
+    def check_missing_runtime(
+        self, cache: Path, monkeypatch: pytest.MonkeyPatch, name: str
+    ) -> None:
+        """The first line, scored on the local backend with an empty runtime cache, is
+        ``error/infra`` naming the runtime ``name``: never a score."""
+        monkeypatch.setenv("VERIFIERS_SANDBOX_CACHE", str(cache))
         [result] = verifiers.score([self.items()[0]], sandbox="local", base_dir=self.corpus.parent)
-        return result
+        assert result.status == "error" and result.reward is None
+        assert result.error is not None and result.error.kind == "infra", result.error
+        assert name in result.error.message

@@ -99,34 +99,29 @@ func _watch(root, contact, state, frame, dt):
 func _touching(a, b):
 	# The physics space itself, asked with a's own shapes: contact monitoring, signals and
 	# anything else the model's scripts can switch off or emit are not consulted.
+	var space = null
+	var query = null
 	if a is CollisionObject and b is CollisionObject:
-		var space = a.get_world().direct_space_state
-		for owner in a.get_shape_owners():
-			var xf = a.global_transform * a.shape_owner_get_transform(owner)
-			for j in range(a.shape_owner_get_shape_count(owner)):
-				var q = PhysicsShapeQueryParameters.new()
-				q.set_shape(a.shape_owner_get_shape(owner, j))
-				q.transform = xf
-				q.margin = 0.04
-				q.collision_mask = 0xFFFFF
-				q.exclude = [a.get_rid()]
-				for hit in space.intersect_shape(q, 32):
-					if hit["collider"] == b:
-						return true
+		space = a.get_world().direct_space_state
+		query = PhysicsShapeQueryParameters.new()
+		query.collision_mask = 0xFFFFF
+		query.margin = 0.04
 	elif a is CollisionObject2D and b is CollisionObject2D:
-		var space2 = a.get_world_2d().direct_space_state
-		for owner in a.get_shape_owners():
-			var xf2 = a.global_transform * a.shape_owner_get_transform(owner)
-			for j in range(a.shape_owner_get_shape_count(owner)):
-				var q2 = Physics2DShapeQueryParameters.new()
-				q2.set_shape(a.shape_owner_get_shape(owner, j))
-				q2.transform = xf2
-				q2.margin = 0.5
-				q2.collision_layer = 0xFFFFF
-				q2.exclude = [a.get_rid()]
-				for hit in space2.intersect_shape(q2, 32):
-					if hit["collider"] == b:
-						return true
+		space = a.get_world_2d().direct_space_state
+		query = Physics2DShapeQueryParameters.new()
+		query.collision_layer = 0xFFFFF
+		query.margin = 0.5
+	else:
+		return false
+	query.exclude = [a.get_rid()]
+	for owner in a.get_shape_owners():
+		var xf = a.global_transform * a.shape_owner_get_transform(owner)
+		for j in range(a.shape_owner_get_shape_count(owner)):
+			query.set_shape(a.shape_owner_get_shape(owner, j))
+			query.transform = xf
+			for hit in space.intersect_shape(query, 32):
+				if hit["collider"] == b:
+					return true
 	return false
 
 

@@ -19,17 +19,21 @@ from engine_corpus import EngineCorpus
 
 HERE = Path(__file__).resolve().parent
 CORPUS = EngineCorpus(
-    HERE.parents[2] / "datasets" / "cad" / "corpus.jsonl", HERE / "make_corpus.py"
+    HERE.parents[2] / "datasets" / "cad" / "corpus.jsonl",
+    HERE / "make_corpus.py",
+    pool_sizes={"docker": 1},
 )
 
 BACKEND_ENFORCED = (
     "hack-segfault",
     "hack-endless-loop",
-    "hack-memory-bomb",
     "hack-write-outside",
     "hack-os-exit-nonzero",
 )
-"""Lines whose verdict depends on the sandbox backend's own enforcement."""
+"""Lines whose verdict depends on the sandbox backend's own enforcement. The memory bomb is
+not among them on Docker: filling 2 GB in a container took 63 s at load 20 (10 s locally),
+and the container memory limit is the sandbox's, tested on Docker by
+tests/sandbox/test_isolation.py and test_job_limits.py; its verdict mapping is host code."""
 
 
 def _docker_ids() -> list[str]:
@@ -48,9 +52,7 @@ def test_committed_corpus_is_current() -> None:
 
 
 def test_corpus_covers_every_family() -> None:
-    families = Counter(i["metadata"]["family"] for i in CORPUS.items())
-    assert len(CORPUS.items()) >= 15
-    assert all(families[f] >= 3 for f in ("pass", "partial", "failure", "hack")), families
+    CORPUS.check_families()
 
 
 def test_both_libraries_are_in_the_corpus() -> None:
@@ -84,8 +86,4 @@ def test_corpus_docker(item_id: str) -> None:
 
 @pytest.mark.bwrap
 def test_missing_runtime_is_infra_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VERIFIERS_SANDBOX_CACHE", str(tmp_path))
-    result = CORPUS.missing_runtime_result(tmp_path)
-    assert result.status == "error" and result.reward is None
-    assert result.error is not None and result.error.kind == "infra", result.error
-    assert "cadquery" in result.error.message
+    CORPUS.check_missing_runtime(tmp_path, monkeypatch, "cadquery")
