@@ -187,6 +187,25 @@ def _distance(a: tuple[float, ...], b: list[float]) -> float:
     return d if math.isfinite(d) else math.inf
 
 
+def _near(
+    label: str,
+    path: str,
+    position: tuple[float, ...],
+    target: list[float],
+    tol: float,
+    when: str,
+) -> CheckOutcome:
+    """``position`` is within ``tol`` of ``target`` (``when``: ``starts`` or ``ends``)."""
+    if _distance(position, target) > tol:
+        return CheckOutcome(
+            label,
+            0.0,
+            False,
+            f"{path} {when} at {_fmt(position)}, expected {_fmt(target)} within {tol:g}",
+        )
+    return CheckOutcome(label, 1.0)
+
+
 def _node_check(expect: NodeExpect, index: int, scene: SceneState) -> CheckOutcome:
     label = expect.label(index)
     found = [
@@ -212,15 +231,9 @@ def _node_check(expect: NodeExpect, index: int, scene: SceneState) -> CheckOutco
         node = found[0]
         if node.position is None:
             return CheckOutcome(label, 0.0, False, f"{node.path} ({node.type}) has no position")
-        off = _distance(node.position, expect.position)
-        if off > expect.position_tol:
-            return CheckOutcome(
-                label,
-                0.0,
-                False,
-                f"{node.path} starts at {_fmt(node.position)}, expected {_fmt(expect.position)} "
-                f"within {expect.position_tol:g}",
-            )
+        return _near(
+            label, node.path, node.position, expect.position, expect.position_tol, "starts"
+        )
     return CheckOutcome(label, 1.0)
 
 
@@ -280,15 +293,7 @@ def _probe(probe: Any, start: SceneState, end: SceneState) -> CheckOutcome:
     if node.position is None:
         return CheckOutcome(label, 0.0, False, f"{probe.node!r} ({node.type}) has no position")
     if isinstance(probe, PositionProbe):
-        off = _distance(node.position, probe.target)
-        if off > probe.tol:
-            return CheckOutcome(
-                label,
-                0.0,
-                False,
-                f"{probe.node} ends at {_fmt(node.position)}, expected {_fmt(probe.target)} within {probe.tol:g}",
-            )
-        return CheckOutcome(label, 1.0)
+        return _near(label, probe.node, node.position, probe.target, probe.tol, "ends")
     if isinstance(probe, AtRestProbe):
         if node.type not in ENGINE.rigid_types:
             return CheckOutcome(
