@@ -1,7 +1,9 @@
 """Start the engine so that the model's code cannot read the engine's own memory.
 
 Runs *inside* the sandbox job (stdlib only, the runtime's ``python3``), in front of the
-engine: ``python3 _jail.py <engine argv...>``. It restricts itself, then ``execv``s the
+engine: ``python3 _jail.py <engine argv...>`` (a plain script, so the runner runs it in a
+fork of its warm interpreter: no interpreter start; it imports nothing but ``ctypes``,
+``os``, ``struct`` and ``sys``). It restricts itself, then ``execv``s the
 engine, which keeps every restriction (both are inherited across ``execve`` and by every
 child, and cannot be lifted):
 
@@ -27,10 +29,7 @@ When the kernel has no Landlock (or a filter cannot be installed) the jail exits
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
-import platform
-import shutil
 import struct
 import sys
 
@@ -90,6 +89,27 @@ def _allow(libc: ctypes.CDLL, ruleset: int, path: str, access: int, handled: int
         os.close(fd)
 
 
+def _names(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _subfolders(folder: str) -> list[str]:
+    return [p for p in (os.path.join(folder, n) for n in _names(folder)) if os.path.isdir(p)]
+
+
+def _which(name: str) -> str | None:
+    if "/" in name:
+        return name if os.access(name, os.X_OK) else None
+    for folder in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def _landlock(libc: ctypes.CDLL, binary: str) -> None:
     abi = libc.syscall(_SYS["create"], None, 0, 1)
     if abi < 1:
@@ -111,7 +131,12 @@ def _landlock(libc: ctypes.CDLL, binary: str) -> None:
     for folder in (os.getcwd(), "/tmp", "/dev/shm"):
         _allow(libc, ruleset, folder, write, handled)
     _allow(libc, ruleset, "/dev/null", read | _WRITE_FILE | _TRUNCATE, handled)
-    interpreters = glob.glob("/lib*/ld-linux*.so*") + glob.glob("/lib/*/ld-linux*.so*")
+    interpreters = [
+        os.path.join(folder, name)
+        for folder in ("/lib", "/lib64", *_subfolders("/lib"))
+        for name in _names(folder)
+        if name.startswith("ld-linux")
+    ]
     for exe in {os.path.realpath(p) for p in [binary, *interpreters]}:
         _allow(libc, ruleset, exe, _EXECUTE | _READ_FILE, handled)
     if libc.syscall(_SYS["restrict"], ruleset, 0) != 0:
@@ -120,7 +145,7 @@ def _landlock(libc: ctypes.CDLL, binary: str) -> None:
 
 
 def _seccomp(libc: ctypes.CDLL) -> None:
-    machine = platform.machine()
+    machine = os.uname().machine
     if machine not in _DENIED:
         _fail(libc, f"seccomp (no syscall table for {machine})")
     arch, numbers = _DENIED[machine]
@@ -144,7 +169,7 @@ def main(argv: list[str]) -> None:
     if not argv:
         sys.stderr.write("usage: python3 _jail.py ENGINE [ARGS...]\n")
         os._exit(2)
-    binary = shutil.which(argv[0])
+    binary = _which(argv[0])
     if binary is None:
         sys.stderr.write(f"jail: {argv[0]} not found\n")
         os._exit(127)

@@ -177,7 +177,7 @@ def _contacts(payload: dict[str, Any] | None, count: int) -> list[dict[str, Any]
 
 def _jailed(argv: list[str]) -> list[str]:
     """``argv`` started through ``_jail.py`` (no ``/proc``, no memory reads; see there)."""
-    return ["python3", "-I", "_jail.py", *argv]
+    return ["python3", "_jail.py", *argv]
 
 
 def _state(data: bytes | None, spec: GodotSpec) -> SceneState:
