@@ -130,7 +130,7 @@ class GodotScene(Verifier[GodotSpec]):
             raw_b = _json(await read_left(sb, "_report_b.json", _MAX_REPORT))
             states = [await read_left(sb, f"_state{i}.tscn", _MAX_STATE) for i in (0, 1)]
         if done.returncode in _NOT_STARTED and report_a is None:
-            await _probe_runtime(ctx)
+            await probe_runtime(ctx)
         how, code = process_end(done)
         payload = _proven(raw_b, token_b)
         proven = payload is not None
@@ -210,7 +210,7 @@ def _authentic(data: bytes | None, token: str) -> dict[str, Any] | None:
     }
 
 
-async def _probe_runtime(ctx: VerifierContext) -> None:
+async def probe_runtime(ctx: VerifierContext) -> None:
     """Start the engine alone: a runtime where it cannot is ``SandboxUnavailable``.
 
     Raises:
@@ -219,7 +219,10 @@ async def _probe_runtime(ctx: VerifierContext) -> None:
     async with ctx.sandbox(RUNTIME, timeout_s=60, pids=_PIDS, memory_mb=1024) as sb:
         await sb.write_files({"_jail.py": _JAIL}, readonly=True)
         run = await sb.exec(_jailed([ENGINE.binary, "--version"]), timeout=60)
-    if not run.ok:
+    # Godot 3 prints its version and exits 255: the version line is the evidence, not the
+    # status (judging by the status made every probe fail, so an exit of 126/127/97 before
+    # report A would have been an abstain).
+    if not run.text("stdout").strip().startswith(f"{ENGINE.major}."):
         tail = " | ".join(run.text("stderr").strip().splitlines()[-3:])
         raise SandboxUnavailable(
             f"the godot runtime cannot start {ENGINE.binary} in its jail (Landlock and "

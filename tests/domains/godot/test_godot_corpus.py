@@ -7,10 +7,16 @@ line is then its own test case. A missing runtime is ``error/infra``, never a sc
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
-from engine_corpus import EngineCorpus
+from engine_corpus import START_S, EngineCorpus
+from verifiers.domains.godot._verifier import probe_runtime
+from verifiers.sandbox import SandboxSettings, open_provider
+
+from verifiers.context import VerifierContext
 
 HERE = Path(__file__).resolve().parent
 CORPUS = EngineCorpus(
@@ -41,3 +47,20 @@ def test_corpus_docker(item_id: str) -> None:
 @pytest.mark.bwrap
 def test_missing_runtime_is_infra_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     CORPUS.check_missing_runtime(tmp_path, monkeypatch, "godot")
+
+
+@pytest.mark.bwrap
+def test_the_runtime_probe_passes_on_a_working_runtime() -> None:
+    # Godot 3's --version exits 255: a probe judging by the exit status called every runtime
+    # broken, so an exit of 126/127/97 before report A would have been an abstain.
+    async def probe() -> None:
+        provider = open_provider("local", SandboxSettings(start_timeout_s=START_S))
+        try:
+            ctx = VerifierContext(
+                deadline=time.monotonic() + 300, base_dir=HERE, sandboxes=provider
+            )
+            await probe_runtime(ctx)
+        finally:
+            await provider.close()
+
+    asyncio.run(probe())
