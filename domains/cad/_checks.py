@@ -10,29 +10,17 @@ reward is the mean of the other components; ``pass`` means every component is 1.
 
 from __future__ import annotations
 
-import signal
-from dataclasses import dataclass
 from typing import Any
 
 from verifiers.domains.mesh._analyze import check_bbox, check_count, check_scalar
+from verifiers.domains.mesh._reuse import mesh_check
 
+from verifiers.gates import CheckOutcome, gated_mean, signal_name
 from verifiers.types import Result
 
 from ._spec import CadSpec, HoleExpect
 
 __all__ = ["CheckOutcome", "evaluate"]
-
-
-@dataclass
-class CheckOutcome:
-    name: str
-    score: float
-    gate: bool = False
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.score >= 1.0 - 1e-9
 
 
 def _ended(outcome: dict[str, Any], what: str, limit: float, memory_mb: int) -> str | None:
@@ -42,12 +30,7 @@ def _ended(outcome: dict[str, Any], what: str, limit: float, memory_mb: int) -> 
     if how == "oom":
         return f"{what} ran out of memory (limit {memory_mb} MB)"
     if how == "signal":
-        code = int(outcome.get("code") or 0)
-        try:
-            name = signal.Signals(code).name
-        except ValueError:
-            name = f"signal {code}"
-        return f"{what} crashed the CAD kernel ({name})"
+        return f"{what} crashed the CAD kernel ({signal_name(int(outcome.get('code') or 0))})"
     if how == "exit" and outcome.get("code"):
         return (
             f"{what} ended the process (exit status {outcome.get('code')}): do not exit or kill it"
@@ -138,20 +121,6 @@ def _hole(expect: HoleExpect, holes: list[dict[str, Any]]) -> CheckOutcome:
     return CheckOutcome(expect.label(), 1.0)
 
 
-def _mesh(answer: dict[str, Any] | None) -> CheckOutcome:
-    if answer is None:
-        return CheckOutcome("mesh", 0.0, False, "mesh: the part could not be tessellated")
-    gate = answer.get("gate", {})
-    if not gate.get("passed", False):
-        return CheckOutcome("mesh", 0.0, False, f"mesh: {gate.get('reason', 'gate failed')}")
-    checks = answer.get("checks", [])
-    if not checks:
-        return CheckOutcome("mesh", 1.0)
-    passed = sum(1 for c in checks if c.get("passed"))
-    failed = "; ".join(str(c.get("message")) for c in checks if not c.get("passed"))
-    return CheckOutcome("mesh", passed / len(checks), False, f"mesh: {failed}" if failed else "")
-
-
 def evaluate(reply: dict[str, Any], spec: CadSpec, mesh_answer: dict[str, Any] | None) -> Result:
     checks = [_script(reply, spec)]
     judge = reply.get("judge") or {}
@@ -197,18 +166,10 @@ def evaluate(reply: dict[str, Any], spec: CadSpec, mesh_answer: dict[str, Any] |
             )
         )
         if spec.mesh is not None:
-            checks.append(_mesh(mesh_answer))
-    components = dict.fromkeys(spec.component_names(), 0.0)
-    gates = set(spec.gates)
-    for check in checks:
-        components[check.name] = check.score
-        check.gate = check.name in gates
-    gated = any(c.gate and not c.ok for c in checks) or len(checks) < len(components)
-    soft = [c.score for c in checks if not c.gate]
-    reward = 0.0 if gated else (sum(soft) / len(soft) if soft else 1.0)
-    lines = [c.message for c in checks if not c.ok and c.message]
+            checks.append(mesh_check(mesh_answer, "the part could not be tessellated"))
+    scored = gated_mean(checks, spec.component_names(), spec.gates)
     details: dict[str, Any] = {
-        "checks": {c.name: {"score": c.score, "gate": c.gate, "ok": c.ok} for c in checks},
+        "checks": scored.checks,
         "library": spec.library,
         "measured": {
             k: judge.get(k)
@@ -232,4 +193,9 @@ def evaluate(reply: dict[str, Any], spec: CadSpec, mesh_answer: dict[str, Any] |
     }
     if mesh_answer is not None:
         details["mesh"] = mesh_answer
-    return Result.scored(reward, components=components, feedback="\n".join(lines), details=details)
+    return Result.scored(
+        scored.reward,
+        components=scored.components,
+        feedback="\n".join(scored.lines),
+        details=details,
+    )

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from verifiers.domains.mesh import BBox, Count, Scalar
 
+from verifiers.gates import validate_gates
 from verifiers.protocol import Spec
 
 __all__ = ["STRUCTURAL_GATES", "CadExpect", "CadSpec", "HoleExpect", "LIBRARIES"]
@@ -101,16 +102,5 @@ class CadSpec(Spec):
 
     @model_validator(mode="after")
     def _gates_known(self) -> CadSpec:
-        names = self.component_names()
-        if len(set(names)) != len(names):
-            raise ValueError(f"component names repeat: {names} (two holes of one diameter?)")
-        unknown = [g for g in self.gates if g not in names]
-        if unknown:
-            raise ValueError(f"gates {unknown} are not components of this spec; known: {names}")
-        missing = [g for g in STRUCTURAL_GATES if g not in self.gates]
-        if missing:
-            raise ValueError(
-                f"gates must include {', '.join(missing)}: use "
-                f"{sorted(set(self.gates) | set(missing))}"
-            )
+        validate_gates(self.component_names(), self.gates, STRUCTURAL_GATES)
         return self

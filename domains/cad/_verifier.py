@@ -26,10 +26,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import ValidationError
+from verifiers.domains.mesh._reuse import analyze_stl, constraints_table
 
 from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, InfraError, SandboxUnavailable
+from verifiers.gates import process_end, read_left, untrusted_error
 from verifiers.protocol import Verifier
 from verifiers.registry import register
 from verifiers.text import completion_text, last_code_block
@@ -62,7 +63,7 @@ class CadScript(Verifier[CadSpec]):
         return spec.timeout_s + _JUDGE_ATTEMPTS * spec.judge_timeout_s + mesh + _START_GRACE_S
 
     async def verify(self, trajectory: Trajectory, spec: CadSpec, ctx: VerifierContext) -> Result:
-        constraints = _mesh_constraints(spec) if spec.mesh is not None else None
+        constraints = constraints_table(spec.mesh, "spec.mesh") if spec.mesh is not None else None
         script = last_code_block(completion_text(trajectory), spec.language)
         if script is None or not script.strip():
             return Result.failed(
@@ -82,8 +83,13 @@ class CadScript(Verifier[CadSpec]):
                 from verifiers.domains.mesh import MeshConstraints
 
                 reference = MeshConstraints()._reference(trajectory, ctx, Path(work))
-                mesh_answer = await _analyze_mesh(
-                    reply.pop("stl"), spec, constraints, reference, ctx
+                mesh_answer = await analyze_stl(
+                    ctx,
+                    reply.pop("stl"),
+                    constraints=constraints,
+                    reference=reference,
+                    max_faces=spec.max_mesh_faces,
+                    timeout=spec.mesh_timeout_s,
                 )
         reply.pop("stl", None)
         return evaluate(reply, spec, mesh_answer)
@@ -113,9 +119,9 @@ class CadScript(Verifier[CadSpec]):
             phase = _outcome(run)
             brep: bytes | None = None
             if phase["how"] == "exit" and phase["code"] == 0:
-                phase["report"] = _untrusted(await _read(sb, "phase_a.json", _MAX_REPORT))
+                phase["report"] = _untrusted(await read_left(sb, "phase_a.json", _MAX_REPORT))
                 if phase["report"].get("ok"):
-                    brep = await _read(sb, "part.brep", _MAX_BREP)
+                    brep = await read_left(sb, "part.brep", _MAX_BREP)
             phase["log_tail"] = (run.text("stdout") + run.text("stderr"))[-2000:]
         reply["phase_a"] = phase
         if phase["how"] == "exit" and phase["code"] in _RUNTIME_BROKEN:
@@ -161,7 +167,7 @@ class CadScript(Verifier[CadSpec]):
                 return None
             if run.returncode in _RUNTIME_BROKEN:
                 await _probe_runtime(ctx, spec.library)
-            raw = await _read(sb, "report.json", _MAX_REPORT)
+            raw = await read_left(sb, "report.json", _MAX_REPORT)
             try:
                 report = json.loads(raw) if raw is not None else None
             except ValueError:
@@ -172,19 +178,8 @@ class CadScript(Verifier[CadSpec]):
                 raise InfraError(f"cad judge failed (exit {run.returncode}): {why}")
             out: dict[str, Any] = {"judge": report}
             if report.get("stl"):
-                out["stl"] = await _read(sb, "part.stl", _MAX_STL)
+                out["stl"] = await read_left(sb, "part.stl", _MAX_STL)
         return out
-
-
-async def _read(sb: Any, name: str, cap: int) -> bytes | None:
-    try:
-        return bytes(await sb.read_file(name, max_bytes=cap))
-    except (FileNotFoundError, BadInput):
-        return None
-
-
-def _text(value: Any, cap: int = 1000) -> str:
-    return str(value).encode("utf-8", "replace").decode("utf-8")[:cap]
 
 
 def _untrusted(data: bytes | None) -> dict[str, Any]:
@@ -196,36 +191,15 @@ def _untrusted(data: bytes | None) -> dict[str, Any]:
     if not isinstance(raw, dict):
         return {}
     report: dict[str, Any] = {"ok": raw.get("ok") is True}
-    error = raw.get("error")
-    if isinstance(error, dict):
-        listed = error.get("frames")
-        frames: list[Any] = listed if isinstance(listed, list) else []
-        report["error"] = {
-            "type": _text(error.get("type", "Exception"), 100),
-            "message": _text(error.get("message", "")),
-            "frames": [
-                {
-                    "line": f.get("line") if isinstance(f.get("line"), int) else None,
-                    "func": _text(f.get("func", ""), 200),
-                    "text": _text(f.get("text", ""), 300),
-                }
-                for f in frames[:5]
-                if isinstance(f, dict)
-            ],
-        }
+    error = untrusted_error(raw.get("error"))
+    if error is not None:
+        report["error"] = error
         report["ok"] = False
     return report
 
 
 def _outcome(run: Any) -> dict[str, Any]:
-    if run.timed_out:
-        how, code = "timeout", 0
-    elif run.oom_killed and run.returncode != 0:
-        how, code = "oom", run.returncode
-    elif run.returncode < 0:
-        how, code = "signal", -run.returncode
-    else:
-        how, code = "exit", run.returncode
+    how, code = process_end(run)
     return {"how": how, "code": code, "seconds": run.duration_s}
 
 
@@ -243,47 +217,3 @@ async def _probe_runtime(ctx: VerifierContext, runtime: str) -> None:
             f"the {runtime} runtime cannot import {runtime}: {tail or run.returncode}",
             hint=f"run `verifiers sandbox build {runtime}` (and .ci/setup.d/50-engines.sh)",
         )
-
-
-def _mesh_constraints(spec: CadSpec) -> dict[str, Any]:
-    """The spec's mesh table, validated by ``mesh.constraints``' own model.
-
-    Raises:
-        BadInput: not a valid ``mesh.constraints`` table.
-    """
-    from verifiers.domains.mesh import Constraints
-
-    try:
-        table = Constraints.model_validate(spec.mesh)
-    except ValidationError as exc:
-        raise BadInput(f"spec.mesh is not a valid mesh.constraints table: {exc}") from None
-    dumped: dict[str, Any] = table.model_dump(mode="json", exclude_none=True)
-    return dumped
-
-
-async def _analyze_mesh(
-    stl: bytes,
-    spec: CadSpec,
-    constraints: dict[str, Any],
-    reference: dict[str, Any] | None,
-    ctx: VerifierContext,
-) -> dict[str, Any]:
-    """``mesh.constraints``' analysis of the judge's tessellation, in a worker process."""
-    with tempfile.TemporaryDirectory(prefix="verifiers-cad-mesh-") as tmp:
-        path = Path(tmp) / "part.stl"
-        path.write_bytes(stl)
-        answer = await ctx.run_in_worker(
-            "verifiers.domains.mesh._analyze:analyze",
-            {
-                "path": str(path),
-                "file_type": "stl",
-                "constraints": constraints,
-                "reference": reference,
-                "max_load_faces": spec.max_mesh_faces,
-                "seed": 0,
-            },
-            timeout=spec.mesh_timeout_s,
-        )
-    if not isinstance(answer, dict):
-        raise InfraError("mesh analysis returned no result")
-    return answer

@@ -19,33 +19,27 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-import signal
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifiers.gates import CheckOutcome, gated_mean, signal_name
 from verifiers.types import Result
 
 from ._engine import ENGINE
-from ._spec import AtRestProbe, GodotSpec, MovedProbe, NodeExpect, PositionProbe, SignalExpect
+from ._spec import (
+    AtRestProbe,
+    ContactProbe,
+    GodotSpec,
+    MovedProbe,
+    NodeExpect,
+    PositionProbe,
+    SignalExpect,
+)
 from ._tscn import NodeState, SceneState
 
 __all__ = ["CheckOutcome", "RunReport", "evaluate", "script_errors"]
 
 _AT = re.compile(r"^\s*At: (res://[^\s:]+):(\d+)")
-
-
-@dataclass
-class CheckOutcome:
-    """One named check: score in [0, 1], whether it gates, a line for the model."""
-
-    name: str
-    score: float
-    gate: bool = False
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.score >= 1.0 - 1e-9
 
 
 @dataclass
@@ -69,6 +63,10 @@ class RunReport:
     scripts: list[str] = field(default_factory=list)
     truncated: bool = False
     """The engine's output passed the sandbox's cap: errors after it would be unseen."""
+    contacts: list[dict[str, Any]] = field(default_factory=list)
+    """Per contact probe, from the proven report B: ``frame`` of the first contact (-1:
+    none), ``jump`` (first frame the node moved further than its velocity explains, -1:
+    none), ``size`` of that jump, ``rigid`` (the node is a rigid body)."""
 
 
 def script_errors(stderr: str) -> tuple[list[str], list[str]]:
@@ -93,11 +91,7 @@ def _ended(run: RunReport, spec: GodotSpec) -> str:
     if run.how == "oom":
         return f"the engine ran out of memory (limit {spec.memory_mb} MB)"
     if run.how == "signal":
-        try:
-            name = signal.Signals(run.code).name
-        except ValueError:
-            name = f"signal {run.code}"
-        return f"the engine crashed ({name}) while running your scene"
+        return f"the engine crashed ({signal_name(run.code)}) while running your scene"
     return f"the engine exited with status {run.code}"
 
 
@@ -106,8 +100,15 @@ def _structural(run: RunReport, spec: GodotSpec) -> list[CheckOutcome]:
     out: list[CheckOutcome] = []
     verdicts = (run.report_a or {}).get("parse", {})
     bad = [s for s in run.scripts if verdicts.get(f"res://{s}") is not True]
+    shadows = (run.report_a or {}).get("shadows", {})
     if parse or (run.report_a is not None and bad):
-        detail = "; ".join(parse[:5]) or f"{', '.join(bad[:5])} did not compile"
+        detail = "; ".join(parse[:5]) or "; ".join(
+            f"{s} overrides the engine method {shadows[f'res://{s}']} (not allowed: the "
+            "harness reads the scene through engine methods)"
+            if f"res://{s}" in shadows
+            else f"{s} did not compile"
+            for s in bad[:5]
+        )
         out.append(CheckOutcome("scripts", 0.0, True, f"scripts do not parse: {detail}"))
         return out
     if run.report_a is None:
@@ -186,6 +187,25 @@ def _distance(a: tuple[float, ...], b: list[float]) -> float:
     return d if math.isfinite(d) else math.inf
 
 
+def _near(
+    label: str,
+    path: str,
+    position: tuple[float, ...],
+    target: list[float],
+    tol: float,
+    when: str,
+) -> CheckOutcome:
+    """``position`` is within ``tol`` of ``target`` (``when``: ``starts`` or ``ends``)."""
+    if _distance(position, target) > tol:
+        return CheckOutcome(
+            label,
+            0.0,
+            False,
+            f"{path} {when} at {_fmt(position)}, expected {_fmt(target)} within {tol:g}",
+        )
+    return CheckOutcome(label, 1.0)
+
+
 def _node_check(expect: NodeExpect, index: int, scene: SceneState) -> CheckOutcome:
     label = expect.label(index)
     found = [
@@ -211,15 +231,9 @@ def _node_check(expect: NodeExpect, index: int, scene: SceneState) -> CheckOutco
         node = found[0]
         if node.position is None:
             return CheckOutcome(label, 0.0, False, f"{node.path} ({node.type}) has no position")
-        off = _distance(node.position, expect.position)
-        if off > expect.position_tol:
-            return CheckOutcome(
-                label,
-                0.0,
-                False,
-                f"{node.path} starts at {_fmt(node.position)}, expected {_fmt(expect.position)} "
-                f"within {expect.position_tol:g}",
-            )
+        return _near(
+            label, node.path, node.position, expect.position, expect.position_tol, "starts"
+        )
     return CheckOutcome(label, 1.0)
 
 
@@ -246,6 +260,31 @@ def _probe_node(scene: SceneState, path: str) -> NodeState | None:
     return scene.nodes.get(path)
 
 
+def _contact(probe: ContactProbe, seen: dict[str, Any] | None, frames: int) -> CheckOutcome:
+    label = probe.label()
+    if seen is None:
+        return CheckOutcome(label, 0.0, False, f"{probe.node!r} was not watched")
+    frame, jump = int(seen.get("frame", -1)), int(seen.get("jump", -1))
+    if frame < 0:
+        return CheckOutcome(
+            label, 0.0, False, f"{probe.node} never touched {probe.other} in {frames} frames"
+        )
+    if probe.physics and seen.get("rigid") is not True:
+        return CheckOutcome(
+            label, 0.0, False, f"{probe.node} is not a rigid body (physics moves rigid bodies)"
+        )
+    if probe.physics and 0 <= jump <= frame:
+        size = float(seen.get("size", 0.0))
+        return CheckOutcome(
+            label,
+            0.0,
+            False,
+            f"{probe.node} was moved by a script at frame {jump} (a jump of {size:.3f} its "
+            f"velocity does not explain) before it touched {probe.other}: let physics move it",
+        )
+    return CheckOutcome(label, 1.0)
+
+
 def _probe(probe: Any, start: SceneState, end: SceneState) -> CheckOutcome:
     label = probe.label()
     node = _probe_node(end, probe.node)
@@ -254,15 +293,7 @@ def _probe(probe: Any, start: SceneState, end: SceneState) -> CheckOutcome:
     if node.position is None:
         return CheckOutcome(label, 0.0, False, f"{probe.node!r} ({node.type}) has no position")
     if isinstance(probe, PositionProbe):
-        off = _distance(node.position, probe.target)
-        if off > probe.tol:
-            return CheckOutcome(
-                label,
-                0.0,
-                False,
-                f"{probe.node} ends at {_fmt(node.position)}, expected {_fmt(probe.target)} within {probe.tol:g}",
-            )
-        return CheckOutcome(label, 1.0)
+        return _near(label, probe.node, node.position, probe.target, probe.tol, "ends")
     if isinstance(probe, AtRestProbe):
         if node.type not in ENGINE.rigid_types:
             return CheckOutcome(
@@ -323,18 +354,15 @@ def evaluate(run: RunReport, spec: GodotSpec) -> Result:
         else:
             checks += [_node_check(e, i, run.start) for i, e in enumerate(spec.expect.nodes)]
             checks += [_signal_check(s, run.start) for s in spec.expect.signals]
-            checks += [_probe(p, run.start, run.end) for p in spec.probes]
-    components = dict.fromkeys(spec.component_names(), 0.0)
-    gates = set(spec.gates)
-    for check in checks:
-        components[check.name] = check.score
-        check.gate = check.name in gates
-    gated = any(c.gate and not c.ok for c in checks) or len(checks) < len(components)
-    soft = [c.score for c in checks if not c.gate]
-    reward = 0.0 if gated else (sum(soft) / len(soft) if soft else 1.0)
-    lines = [c.message for c in checks if not c.ok and c.message]
+            contacts = iter(run.contacts)
+            for p in spec.probes:
+                if isinstance(p, ContactProbe):
+                    checks.append(_contact(p, next(contacts, None), spec.frames))
+                else:
+                    checks.append(_probe(p, run.start, run.end))
+    scored = gated_mean(checks, spec.component_names(), spec.gates)
     details: dict[str, Any] = {
-        "checks": {c.name: {"score": c.score, "gate": c.gate, "ok": c.ok} for c in checks},
+        "checks": scored.checks,
         "engine": {"how": run.how, "code": run.code, "seconds": round(run.seconds, 3)},
         "stderr_tail": run.stderr[-2000:],
     }
@@ -343,4 +371,9 @@ def evaluate(run: RunReport, spec: GodotSpec) -> Result:
             n.path: {"type": n.type, "position": list(n.position) if n.position else None}
             for n in list(run.end.nodes.values())[:50]
         }
-    return Result.scored(reward, components=components, feedback="\n".join(lines), details=details)
+    return Result.scored(
+        scored.reward,
+        components=scored.components,
+        feedback="\n".join(scored.lines),
+        details=details,
+    )

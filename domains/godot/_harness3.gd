@@ -59,11 +59,82 @@ func _pack(root, max_nodes):
 	return packed
 
 
+func _shadowed(script):
+	# A model script that overrides an engine method (or _get/_set) could answer the
+	# harness's own calls (positions, velocities, shapes) with made-up values: not allowed.
+	var base = script.get_instance_base_type()
+	for method in script.get_script_method_list():
+		var name = method["name"]
+		if name in ["_get", "_set", "_get_property_list"] or ClassDB.class_has_method(base, name):
+			return name
+	return ""
+
+
+func _watch(root, contact, state, frame, dt):
+	# Per frame, for one contact probe: did the node touch the other one yet, and did the
+	# node (a rigid body) ever jump further than its velocity explains (moved by a script)?
+	if state["frame"] >= 0:
+		return
+	var a = root.get_node_or_null(contact[0])
+	var b = root.get_node_or_null(contact[1])
+	if a == null or b == null:
+		return
+	if a is RigidBody or a is RigidBody2D:
+		state["rigid"] = true
+		var pos = a.global_transform.origin if a is RigidBody else a.global_position
+		var step = a.linear_velocity * dt
+		if state["pos"] != null and state["jump"] < 0:
+			var off = (pos - state["pos"] - step).length()
+			# Free flight integrates exactly (measured: 0 off); contacts with other bodies
+			# correct positions a little. A jump, or slow creep that adds up, is a script.
+			state["drift"] += off
+			if off > 0.002 + 0.1 * step.length() or state["drift"] > 0.05:
+				state["jump"] = frame
+				state["size"] = max(off, state["drift"])
+		state["pos"] = pos
+	if _touching(a, b):
+		state["frame"] = frame
+
+
+func _touching(a, b):
+	# The physics space itself, asked with a's own shapes: contact monitoring, signals and
+	# anything else the model's scripts can switch off or emit are not consulted.
+	var space = null
+	var query = null
+	if a is CollisionObject and b is CollisionObject:
+		space = a.get_world().direct_space_state
+		query = PhysicsShapeQueryParameters.new()
+		query.collision_mask = 0xFFFFF
+		query.margin = 0.04
+	elif a is CollisionObject2D and b is CollisionObject2D:
+		space = a.get_world_2d().direct_space_state
+		query = Physics2DShapeQueryParameters.new()
+		query.collision_layer = 0xFFFFF
+		query.margin = 0.5
+	else:
+		return false
+	query.exclude = [a.get_rid()]
+	for owner in a.get_shape_owners():
+		var xf = a.global_transform * a.shape_owner_get_transform(owner)
+		for j in range(a.shape_owner_get_shape_count(owner)):
+			query.set_shape(a.shape_owner_get_shape(owner, j))
+			query.transform = xf
+			for hit in space.intersect_shape(query, 32):
+				if hit["collider"] == b:
+					return true
+	return false
+
+
 func _main(token_a, token_b, job):
-	var report = {"token": token_a, "parse": {}, "scene": "ok"}
+	var report = {"token": token_a, "parse": {}, "scene": "ok", "shadows": {}}
 	for path in job["scripts"]:
 		var script = load(path)
 		report["parse"][path] = script != null and script is GDScript and script.can_instance()
+		if report["parse"][path]:
+			var shadow = _shadowed(script)
+			if shadow != "":
+				report["parse"][path] = false
+				report["shadows"][path] = shadow
 	var packed = load(job["scene"])
 	var root = null
 	if packed == null or not (packed is PackedScene):
@@ -87,6 +158,11 @@ func _main(token_a, token_b, job):
 	if start == null:
 		problem = "start"
 	var last = -1
+	var dt = 1.0 / float(job["fps"])
+	var contacts = job["contacts"]
+	var seen = []
+	for c in contacts:
+		seen.append({"frame": -1, "jump": -1, "size": 0.0, "drift": 0.0, "rigid": false, "pos": null})
 	while problem == "" and done < frames:
 		yield(self, "idle_frame")
 		var now = Engine.get_idle_frames()
@@ -96,6 +172,8 @@ func _main(token_a, token_b, job):
 			problem = "freed"
 		else:
 			done += 1
+			for i in range(contacts.size()):
+				_watch(root, contacts[i], seen[i], done, dt)
 		last = now
 	if problem == "" and not is_instance_valid(root):
 		problem = "freed"
@@ -111,10 +189,16 @@ func _main(token_a, token_b, job):
 		ResourceSaver.save("res://_state0.tscn", start)
 	if end != null:
 		ResourceSaver.save("res://_state1.tscn", end)
-	# Token B only when every frame ran: a thread of the model that outlives its nodes can
-	# read and rewrite this file, so it must hold nothing but the proof itself.
+	# Report B only when every frame ran, and without token B itself: a thread of the model
+	# that outlives its nodes can read and rewrite this file, so the payload is bound to
+	# token B by a keyed hash the host recomputes (a nested sha256: no length extension).
 	if problem == "" and done == frames:
-		_write("res://_report_b.json", to_json({"token": token_b}))
+		var found = []
+		for state in seen:
+			found.append({"frame": state["frame"], "jump": state["jump"], "size": state["size"], "rigid": state["rigid"]})
+		var payload = to_json({"frames": done, "contacts": found})
+		var proof = (token_b + (token_b + payload).sha256_text()).sha256_text()
+		_write("res://_report_b.json", to_json({"payload": payload, "proof": proof}))
 	else:
 		_write("res://_report_b.json", to_json({"problem": problem, "frames": done}))
 	quit()

@@ -7,6 +7,7 @@ The shape is a public contract::
                 "signals": [{"from": "Button", "signal": "pressed", "to": ".",
                              "method": "_on_pressed"}]},
      "probes": [{"kind": "at_rest", "node": "Ball", "max_speed": 0.05},
+                {"kind": "contact", "node": "Ball", "other": "Floor"},
                 {"kind": "position", "node": "Ball", "target": [0, 1, 0], "tol": 0.1}]}
 
 Unknown keys are rejected everywhere (``bad_input`` naming the closest valid key).
@@ -18,11 +19,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from verifiers.gates import validate_gates
 from verifiers.protocol import Spec
 
 __all__ = [
     "STRUCTURAL_GATES",
     "AtRestProbe",
+    "ContactProbe",
     "GodotSpec",
     "MovedProbe",
     "NodeExpect",
@@ -127,7 +130,24 @@ class MovedProbe(_Probe):
     direction: Vec | None = None
 
 
-Probe = Annotated[PositionProbe | AtRestProbe | MovedProbe, Field(discriminator="kind")]
+class ContactProbe(_Probe):
+    """During the frames, the node touched ``other`` (a collision happened).
+
+    Decided by the trusted harness each frame, by asking the physics space with the node's
+    own shapes (not by contact monitoring or signals, which the model's scripts control), and
+    bound to the run's proof. With ``physics`` (the default) the node must be a rigid body
+    that got there by physics: a frame in which it jumped further than its velocity explains
+    (a script set its position) before the first contact fails the probe."""
+
+    kind: Literal["contact"]
+    other: str
+    """Path of the other collision object (``.`` is the root)."""
+    physics: bool = True
+
+
+Probe = Annotated[
+    PositionProbe | AtRestProbe | MovedProbe | ContactProbe, Field(discriminator="kind")
+]
 
 
 class GodotSpec(Spec):
@@ -161,17 +181,5 @@ class GodotSpec(Spec):
 
     @model_validator(mode="after")
     def _gates_known(self) -> GodotSpec:
-        names = self.component_names()
-        if len(set(names)) != len(names):
-            dupes = sorted({n for n in names if names.count(n) > 1})
-            raise ValueError(f"component names repeat: {dupes}; give probes a distinct label")
-        unknown = [g for g in self.gates if g not in names]
-        if unknown:
-            raise ValueError(f"gates {unknown} are not components of this spec; known: {names}")
-        missing = [g for g in STRUCTURAL_GATES if g not in self.gates]
-        if missing:
-            raise ValueError(
-                f"gates must include {', '.join(missing)} (the other checks cannot run "
-                f"without them): use {sorted(set(self.gates) | set(missing))}"
-            )
+        validate_gates(self.component_names(), self.gates, STRUCTURAL_GATES)
         return self

@@ -21,12 +21,15 @@ by a probe when the engine did not start at all (exit 126/127).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
+from pathlib import Path
 from typing import Any, ClassVar
 
 from verifiers.context import VerifierContext
-from verifiers.errors import BadInput, SandboxUnavailable
+from verifiers.errors import SandboxUnavailable
+from verifiers.gates import process_end, read_left
 from verifiers.protocol import Verifier
 from verifiers.registry import register
 from verifiers.text import completion_text
@@ -35,7 +38,8 @@ from verifiers.types import Result, Trajectory
 from ._checks import RunReport, evaluate
 from ._engine import ENGINE
 from ._files import FileMapError, builder_scene, project_files
-from ._spec import GodotSpec
+from ._jail import NO_JAIL
+from ._spec import ContactProbe, GodotSpec
 from ._tscn import SceneState, TscnError, parse_tscn
 
 __all__ = ["GodotScene", "RUNTIME"]
@@ -53,7 +57,11 @@ _PIDS = 128
 _MAX_REPORT = 1 << 20
 _MAX_STATE = 32 << 20
 _START_GRACE_S = 20.0
-_NOT_STARTED = (126, 127)
+_NOT_STARTED = (126, 127, NO_JAIL)
+"""Exit statuses that may mean the engine never started (not found, not runnable, the
+jail refused by the kernel). The model's code can exit with them too, so they trigger a
+probe of the runtime (when report A is missing), never an abstain by themselves."""
+_JAIL = Path(__file__).with_name("_jail.py").read_bytes()
 
 
 @register("game.godot")
@@ -90,11 +98,14 @@ class GodotScene(Verifier[GodotSpec]):
     async def _run(self, files: dict[str, str], spec: GodotSpec, ctx: VerifierContext) -> RunReport:
         token_a, token_b = secrets.token_hex(16), secrets.token_hex(16)
         scripts = sorted(n for n in files if n.endswith(".gd"))
+        contacts = [[p.node, p.other] for p in spec.probes if isinstance(p, ContactProbe)]
         job = {
             "scripts": [f"res://{s}" for s in scripts],
             "scene": f"res://{spec.scene}",
             "frames": spec.frames,
             "max_nodes": spec.max_nodes,
+            "fps": spec.fps,
+            "contacts": contacts,
         }
         limits: dict[str, Any] = {
             "timeout_s": spec.timeout_s,
@@ -108,28 +119,21 @@ class GodotScene(Verifier[GodotSpec]):
                 {
                     "project.godot": _PROJECT,
                     "_harness.gd": ENGINE.harness_source(),
+                    "_jail.py": _JAIL,
                     "_job.json": json.dumps(job).encode(),
                 },
                 readonly=True,
             )
             await sb.write_files({"_token": f"{token_a} {token_b}\n"})
-            done = await sb.exec(ENGINE.argv(spec.fps), timeout=spec.timeout_s)
-            report_a = _authentic(await _read(sb, "_report_a.json", _MAX_REPORT), token_a)
-            raw_b = _json(await _read(sb, "_report_b.json", _MAX_REPORT))
-            states = [await _read(sb, f"_state{i}.tscn", _MAX_STATE) for i in (0, 1)]
+            done = await sb.exec(_jailed(ENGINE.argv(spec.fps)), timeout=spec.timeout_s)
+            report_a = _authentic(await read_left(sb, "_report_a.json", _MAX_REPORT), token_a)
+            raw_b = _json(await read_left(sb, "_report_b.json", _MAX_REPORT))
+            states = [await read_left(sb, f"_state{i}.tscn", _MAX_STATE) for i in (0, 1)]
         if done.returncode in _NOT_STARTED and report_a is None:
-            await _probe_runtime(ctx)
-        if done.timed_out:
-            how, code = "timeout", 0
-        elif done.oom_killed:
-            how, code = "oom", done.returncode
-        elif done.returncode < 0:
-            how, code = "signal", -done.returncode
-        else:
-            how, code = "exit", done.returncode
-        proven = isinstance(raw_b, dict) and secrets.compare_digest(
-            str(raw_b.get("token", "")), token_b
-        )
+            await probe_runtime(ctx)
+        how, code = process_end(done)
+        payload = _proven(raw_b, token_b)
+        proven = payload is not None
         run = RunReport(
             how=how,
             code=code,
@@ -138,6 +142,7 @@ class GodotScene(Verifier[GodotSpec]):
             report_a=report_a,
             frames_proven=proven,
             frames_note={} if proven or not isinstance(raw_b, dict) else raw_b,
+            contacts=_contacts(payload, len(contacts)),
             scripts=scripts,
             truncated=done.truncated,
         )
@@ -149,19 +154,36 @@ class GodotScene(Verifier[GodotSpec]):
         return run
 
 
+def _proven(raw: Any, token: str) -> dict[str, Any] | None:
+    """Report B's payload when its proof is the keyed hash of it under ``token`` (the
+    harness's nested sha256, recomputed here): None for anything else."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("payload"), str):
+        return None
+    text = raw["payload"]
+    inner = hashlib.sha256((token + text).encode()).hexdigest()
+    proof = hashlib.sha256((token + inner).encode()).hexdigest()
+    if not secrets.compare_digest(str(raw.get("proof", "")), proof):
+        return None
+    payload = _json(text.encode())
+    return payload if isinstance(payload, dict) else None
+
+
+def _contacts(payload: dict[str, Any] | None, count: int) -> list[dict[str, Any]]:
+    listed = (payload or {}).get("contacts")
+    if not isinstance(listed, list) or len(listed) != count:
+        return []
+    return [c if isinstance(c, dict) else {} for c in listed]
+
+
+def _jailed(argv: list[str]) -> list[str]:
+    """``argv`` started through ``_jail.py`` (no ``/proc``, no memory reads; see there)."""
+    return ["python3", "_jail.py", *argv]
+
+
 def _state(data: bytes | None, spec: GodotSpec) -> SceneState:
     if data is None:
         raise TscnError("the harness saved no state")
     return parse_tscn(data.decode("utf-8", "replace"), max_nodes=spec.max_nodes)
-
-
-async def _read(sb: Any, name: str, cap: int) -> bytes | None:
-    """A file the engine run left (the model could have replaced it): None when absent, not
-    a regular file or over ``cap``."""
-    try:
-        return bytes(await sb.read_file(name, max_bytes=cap))
-    except (FileNotFoundError, BadInput):
-        return None
 
 
 def _json(data: bytes | None) -> Any:
@@ -178,23 +200,32 @@ def _authentic(data: bytes | None, token: str) -> dict[str, Any] | None:
     if not isinstance(raw, dict) or not secrets.compare_digest(str(raw.get("token", "")), token):
         return None
     parse = raw.get("parse")
+    shadows = raw.get("shadows")
     return {
         "scene": raw.get("scene") if isinstance(raw.get("scene"), str) else "",
         "parse": {str(k): v is True for k, v in parse.items()} if isinstance(parse, dict) else {},
+        "shadows": {str(k): str(v)[:100] for k, v in shadows.items()}
+        if isinstance(shadows, dict)
+        else {},
     }
 
 
-async def _probe_runtime(ctx: VerifierContext) -> None:
+async def probe_runtime(ctx: VerifierContext) -> None:
     """Start the engine alone: a runtime where it cannot is ``SandboxUnavailable``.
 
     Raises:
         SandboxUnavailable: the godot runtime cannot run its engine.
     """
     async with ctx.sandbox(RUNTIME, timeout_s=60, pids=_PIDS, memory_mb=1024) as sb:
-        run = await sb.exec([ENGINE.binary, "--version"], timeout=60)
-    if not run.ok:
+        await sb.write_files({"_jail.py": _JAIL}, readonly=True)
+        run = await sb.exec(_jailed([ENGINE.binary, "--version"]), timeout=60)
+    # Godot 3 prints its version and exits 255: the version line is the evidence, not the
+    # status (judging by the status made every probe fail, so an exit of 126/127/97 before
+    # report A would have been an abstain).
+    if not run.text("stdout").strip().startswith(f"{ENGINE.major}."):
         tail = " | ".join(run.text("stderr").strip().splitlines()[-3:])
         raise SandboxUnavailable(
-            f"the godot runtime cannot start {ENGINE.binary}: {tail or run.returncode}",
+            f"the godot runtime cannot start {ENGINE.binary} in its jail (Landlock and "
+            f"seccomp, see _jail.py): {tail or run.returncode}",
             hint="run `verifiers sandbox build godot` (and .ci/setup.d/50-engines.sh)",
         )

@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 import fnmatch
 import math
-import signal
-from dataclasses import dataclass
 from typing import Any
 
+from verifiers.domains.mesh._reuse import mesh_check
+
+from verifiers.gates import CheckOutcome, gated_mean, signal_name
 from verifiers.types import Result
 
 from ._image import ImageStats, decode_png, image_stats, psnr, ssim
@@ -25,20 +26,6 @@ __all__ = ["CheckOutcome", "GEOMETRY_TYPES", "evaluate", "no_script_result"]
 GEOMETRY_TYPES = frozenset(
     {"MESH", "CURVE", "SURFACE", "FONT", "META", "VOLUME", "CURVES", "POINTCLOUD", "GREASEPENCIL"}
 )
-
-
-@dataclass
-class CheckOutcome:
-    """One named check: its score in [0, 1], whether it gates, and a line for the model."""
-
-    name: str
-    score: float
-    gate: bool = False
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.score >= 1.0 - 1e-9
 
 
 def _fmt(v: list[float] | tuple[float, ...]) -> str:
@@ -70,10 +57,7 @@ def _script_check(phase_a: dict[str, Any], spec: RenderSpec) -> CheckOutcome:
             f"script ran out of memory (limit: {spec.memory_mb} MB beyond Blender's own)",
         )
     if how == "signal":
-        try:
-            name = signal.Signals(code).name
-        except ValueError:
-            name = f"signal {code}"
+        name = signal_name(code)
         return CheckOutcome(
             "script",
             0.0,
@@ -412,23 +396,6 @@ def _image_checks(
     return out, stats, png
 
 
-def _mesh_check(answer: dict[str, Any] | None) -> CheckOutcome:
-    """One component from ``mesh.constraints``' analysis: the share of its checks passed."""
-    if answer is None:
-        return CheckOutcome("mesh", 0.0, False, "mesh: the scene geometry was not exported")
-    if answer.get("error"):
-        return CheckOutcome("mesh", 0.0, False, f"mesh: {answer['error']}")
-    gate = answer.get("gate", {})
-    if not gate.get("passed", False):
-        return CheckOutcome("mesh", 0.0, False, f"mesh: {gate.get('reason', 'gate failed')}")
-    checks = answer.get("checks", [])
-    if not checks:
-        return CheckOutcome("mesh", 1.0)
-    passed = sum(1 for c in checks if c.get("passed"))
-    failed = "; ".join(str(c.get("message")) for c in checks if not c.get("passed"))
-    return CheckOutcome("mesh", passed / len(checks), False, f"mesh: {failed}" if failed else "")
-
-
 def evaluate(
     reply: dict[str, Any],
     spec: RenderSpec,
@@ -461,23 +428,13 @@ def evaluate(
             image_checks, stats, png = _image_checks(reply.get("render", {}), spec, reference)
             checks += image_checks
         if spec.mesh is not None:
-            checks.append(_mesh_check(mesh_answer))
-    components = dict.fromkeys(_component_names(spec), 0.0)
-    gates = set(spec.gates)
-    for check in checks:
-        components[check.name] = check.score
-        check.gate = check.name in gates
-    gated = any(c.gate and not c.ok for c in checks)
-    soft = [c.score for c in checks if not c.gate]
-    if gated or len(checks) == 1:
-        reward = 0.0
-    else:
-        reward = sum(soft) / len(soft) if soft else 1.0
-    lines = [c.message for c in checks if not c.ok and c.message]
+            checks.append(mesh_check(mesh_answer, "the scene geometry was not exported"))
+    scored = gated_mean(checks, _component_names(spec), spec.gates)
+    lines = scored.lines
     if not checks[0].ok:
         lines.append("(the scene was not inspected or rendered because the script failed)")
     details: dict[str, Any] = {
-        "checks": {c.name: {"score": c.score, "gate": c.gate, "ok": c.ok} for c in checks},
+        "checks": scored.checks,
         "script_output": str(reply.get("phase_a", {}).get("log_tail", ""))[-2000:],
         "timings": {
             "script_s": reply.get("phase_a", {}).get("seconds"),
@@ -512,4 +469,6 @@ def evaluate(
         details["mesh"] = mesh_answer
     if png is not None:
         details["png_base64"] = base64.b64encode(png).decode()
-    return Result.scored(reward, components=components, feedback="\n".join(lines), details=details)
+    return Result.scored(
+        scored.reward, components=scored.components, feedback="\n".join(lines), details=details
+    )

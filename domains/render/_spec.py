@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from verifiers.gates import validate_gates
 from verifiers.protocol import Spec
 
 __all__ = [
@@ -175,18 +176,7 @@ class RenderSpec(Spec):
 
     @model_validator(mode="after")
     def _gates_known(self) -> RenderSpec:
-        known = self.component_names()
-        unknown = [g for g in self.gates if g not in known and g not in STRUCTURAL_GATES]
-        if unknown:
-            raise ValueError(
-                f"gates {unknown} are not components of this spec; known: {', '.join(known)}"
-            )
-        needed = [g for g in STRUCTURAL_GATES if g in known and g not in self.gates]
-        if needed:
-            raise ValueError(
-                f"gates must include {', '.join(needed)} (the other checks cannot run without "
-                f"them): use {sorted(set(self.gates) | set(needed))}"
-            )
+        validate_gates(self.component_names(), self.gates, STRUCTURAL_GATES)
         return self
 
     @field_validator("resolution")

@@ -26,14 +26,14 @@ import base64
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import ValidationError
+from verifiers.domains.mesh._reuse import analyze_stl, constraints_table
 
 from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, InfraError, SandboxUnavailable
+from verifiers.gates import process_end, text_capped, untrusted_error
 from verifiers.protocol import Verifier
 from verifiers.registry import register
 from verifiers.text import completion_text, last_code_block
@@ -97,7 +97,7 @@ class BlenderRender(Verifier[RenderSpec]):
                 raise BadInput(f"reference image {spec.reference_image.path!r}: {exc}") from None
         constraints: dict[str, Any] | None = None
         if spec.mesh is not None:
-            constraints = _mesh_constraints(spec)
+            constraints = constraints_table(spec.mesh.constraints, "spec.mesh.constraints")
         reply = await self._run(script, spec, ctx)
         mesh_answer = None
         if constraints is not None:
@@ -289,10 +289,6 @@ async def _read_optional(sb: Any, name: str, cap: int) -> bytes | None:
         return None
 
 
-def _text(value: Any, cap: int = 1000) -> str:
-    return str(value).encode("utf-8", "replace").decode("utf-8")[:cap]
-
-
 def _untrusted_report(data: bytes | None) -> dict[str, Any]:
     """The script phase's report, rebuilt field by field from what the model's process
     wrote: only known keys, only the expected types, text made valid UTF-8 and capped."""
@@ -307,26 +303,11 @@ def _untrusted_report(data: bytes | None) -> dict[str, Any]:
     report: dict[str, Any] = {
         "ok": raw.get("ok") is True,
         "saved": raw.get("saved") is True,
-        "save_error": _text(raw.get("save_error") or ""),
+        "save_error": text_capped(raw.get("save_error") or ""),
     }
-    error = raw.get("error")
-    if isinstance(error, dict):
-        frames = []
-        for frame in error.get("frames", [])[:5] if isinstance(error.get("frames"), list) else []:
-            if isinstance(frame, dict):
-                line = frame.get("line")
-                frames.append(
-                    {
-                        "line": line if isinstance(line, int) else None,
-                        "func": _text(frame.get("func", ""), 200),
-                        "text": _text(frame.get("text", ""), 300),
-                    }
-                )
-        report["error"] = {
-            "type": _text(error.get("type", "Exception"), 100),
-            "message": _text(error.get("message", "")),
-            "frames": frames,
-        }
+    error = untrusted_error(raw.get("error"))
+    if error is not None:
+        report["error"] = error
         report["ok"] = False
     elif not report["ok"]:
         report["error"] = {"type": "unknown", "message": "the script's report says it failed"}
@@ -335,36 +316,13 @@ def _untrusted_report(data: bytes | None) -> dict[str, Any]:
 
 def _process_outcome(run: Any) -> dict[str, Any]:
     """How the script's process ended, in the terms ``_checks`` reports."""
-    if run.timed_out:
-        how, code = "timeout", 0
-    elif run.oom_killed and run.returncode != 0:
-        how, code = "oom", run.returncode
-    elif run.returncode < 0:
-        how, code = "signal", -run.returncode
-    else:
-        how, code = "exit", run.returncode
+    how, code = process_end(run)
     return {
         "how": how,
         "code": code,
         "seconds": run.duration_s,
         "max_rss_mb": run.peak_memory_mb,
     }
-
-
-def _mesh_constraints(spec: RenderSpec) -> dict[str, Any]:
-    """The spec's mesh constraint table, validated by ``mesh.constraints``' own model.
-
-    Raises:
-        BadInput: the table is not a valid ``mesh.constraints`` table.
-    """
-    from verifiers.domains.mesh import Constraints
-
-    assert spec.mesh is not None
-    try:
-        table = Constraints.model_validate(spec.mesh.constraints)
-    except ValidationError as exc:
-        raise BadInput(f"spec.mesh.constraints is invalid: {exc}") from None
-    return table.model_dump(mode="json", exclude_none=True)
 
 
 async def _analyze_mesh(
@@ -378,24 +336,14 @@ async def _analyze_mesh(
     if export.get("error"):
         return {"error": str(export["error"])}
     assert spec.mesh is not None
-    with tempfile.TemporaryDirectory(prefix="verifiers-render-mesh-") as tmp:
-        path = Path(tmp) / "scene.stl"
-        path.write_bytes(bytes(export.pop("stl_bytes", b"")))
-        payload = {
-            "path": str(path),
-            "file_type": "stl",
-            "constraints": constraints,
-            "reference": None,
-            "max_load_faces": spec.mesh.max_faces,
-            "seed": 0,
-        }
-        answer = await ctx.run_in_worker(
-            "verifiers.domains.mesh._analyze:analyze",
-            payload,
-            timeout=spec.mesh.timeout_s,
-            memory_mb=spec.mesh.memory_mb,
-        )
-    if not isinstance(answer, dict):
-        raise InfraError("mesh analysis returned no result")
+    answer = await analyze_stl(
+        ctx,
+        bytes(export.pop("stl_bytes", b"")),
+        constraints=constraints,
+        reference=None,
+        max_faces=spec.mesh.max_faces,
+        timeout=spec.mesh.timeout_s,
+        memory_mb=spec.mesh.memory_mb,
+    )
     answer["objects"] = export.get("objects", [])
     return answer

@@ -1,108 +1,66 @@
 """datasets/godot/corpus.jsonl scores as each line's ``metadata.expected`` says, through the
 real headless Godot of the ``godot`` runtime on the local (bubblewrap) and Docker backends.
 
-The whole corpus goes through one ``verifiers.score`` call per backend (one warm pool), and
-each line is then its own test case. A missing runtime is ``error/infra``, never a score.
+The whole corpus goes through one engine run per backend (tests/engine_corpus.py), and each
+line is then its own test case. A missing runtime is ``error/infra``, never a score.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import json
-from collections import Counter
+import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from engine_corpus import START_S, EngineCorpus
+from verifiers.domains.godot._verifier import probe_runtime
 from verifiers.sandbox import SandboxSettings, open_provider
 
-import verifiers
-from verifiers.engine import Engine, EngineSettings
+from verifiers.context import VerifierContext
 
 HERE = Path(__file__).resolve().parent
-CORPUS = HERE.parents[2] / "datasets" / "godot" / "corpus.jsonl"
-
-
-def _make() -> Any:
-    spec = importlib.util.spec_from_file_location("godot_make_corpus", HERE / "make_corpus.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _items() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
-
-
-def _ids() -> list[str]:
-    return [str(item["id"]) for item in _items()]
-
-
-_SCORED: dict[str, dict[str, verifiers.Result]] = {}
-
-
-START_S = 300.0
-"""A runner's start, preload included: a zygote that imports build123d (2400 modules) or
-CadQuery needs a few seconds on a quiet machine and over 60 s (the default) at a load of 20."""
-
-
-def _scored(backend: str) -> dict[str, verifiers.Result]:
-    if backend not in _SCORED:
-        items = _items()
-
-        async def run() -> list[verifiers.Result]:
-            provider = open_provider(backend, SandboxSettings(start_timeout_s=START_S))
-            try:
-                settings = EngineSettings.from_env(sandbox=backend)
-                async with Engine(settings, sandboxes=provider) as engine:
-                    return await engine.score(items)
-            finally:
-                await provider.close()
-
-        results = asyncio.run(run())
-        _SCORED[backend] = {str(i["id"]): r for i, r in zip(items, results, strict=True)}
-    return _SCORED[backend]
-
-
-def _check(item_id: str, result: verifiers.Result) -> None:
-    item = next(i for i in _items() if i["id"] == item_id)
-    expected = item["metadata"]["expected"]
-    assert result.status == expected["status"], (item_id, result.feedback, result.error)
-    assert result.reward == pytest.approx(expected["reward"]), (item_id, result.feedback)
-    for needle in expected["feedback"]:
-        assert needle in result.feedback, (item_id, needle, result.feedback)
+CORPUS = EngineCorpus(
+    HERE.parents[2] / "datasets" / "godot" / "corpus.jsonl", HERE / "make_corpus.py"
+)
 
 
 def test_committed_corpus_is_current() -> None:
-    make = _make()
-    assert CORPUS.read_text() == make.render(make.rows())
+    assert CORPUS.is_current()
 
 
 def test_corpus_covers_every_family() -> None:
-    families = Counter(i["metadata"]["family"] for i in _items())
-    assert len(_items()) >= 15
-    assert all(families[f] >= 3 for f in ("pass", "partial", "failure", "hack")), families
+    CORPUS.check_families()
 
 
 @pytest.mark.bwrap
-@pytest.mark.parametrize("item_id", _ids())
+@pytest.mark.parametrize("item_id", CORPUS.ids())
 def test_corpus_local(item_id: str) -> None:
-    _check(item_id, _scored("local")[item_id])
+    CORPUS.check(item_id, CORPUS.scored("local")[item_id])
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("item_id", _ids())
+@pytest.mark.parametrize("item_id", CORPUS.ids())
 def test_corpus_docker(item_id: str) -> None:
-    _check(item_id, _scored("docker")[item_id])
+    CORPUS.check(item_id, CORPUS.scored("docker")[item_id])
 
 
 @pytest.mark.bwrap
 def test_missing_runtime_is_infra_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VERIFIERS_SANDBOX_CACHE", str(tmp_path))
-    item = _items()[0]
-    [result] = verifiers.score([item], sandbox="local")
-    assert result.status == "error" and result.reward is None
-    assert result.error is not None and result.error.kind == "infra", result.error
-    assert "godot" in result.error.message
+    CORPUS.check_missing_runtime(tmp_path, monkeypatch, "godot")
+
+
+@pytest.mark.bwrap
+def test_the_runtime_probe_passes_on_a_working_runtime() -> None:
+    # Godot 3's --version exits 255: a probe judging by the exit status called every runtime
+    # broken, so an exit of 126/127/97 before report A would have been an abstain.
+    async def probe() -> None:
+        provider = open_provider("local", SandboxSettings(start_timeout_s=START_S))
+        try:
+            ctx = VerifierContext(
+                deadline=time.monotonic() + 300, base_dir=HERE, sandboxes=provider
+            )
+            await probe_runtime(ctx)
+        finally:
+            await provider.close()
+
+    asyncio.run(probe())
