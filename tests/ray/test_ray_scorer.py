@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,10 +102,23 @@ def test_score_with_ray_flag_matches_local(  # first: before `scorer` holds CPUs
     assert ray_out.read_text(encoding="utf-8") == before
 
 
+LIMIT = "verifiers-test-limit"
+
+
 @pytest.fixture(scope="module")
 def scorer(ray_cluster: Any) -> Iterator[RayScorer]:
-    with RayScorer(settings=SETTINGS, base_dir=EXAMPLES, cpus_per_actor=0.5) as s:
+    """Two actors (one per node) sharing one cluster-wide lease (the named limit actor)."""
+    import ray
+
+    with RayScorer(
+        settings=SETTINGS,
+        base_dir=EXAMPLES,
+        cpus_per_actor=0.5,
+        cluster_concurrency=1,
+        limit_name=LIMIT,
+    ) as s:
         yield s
+    ray.kill(ray.get_actor(LIMIT, namespace="verifiers"))
 
 
 def test_mixed_file_matches_local_scoring(
@@ -137,6 +149,11 @@ def test_mixed_file_matches_local_scoring(
         assert f'verifiers_results_total{{actor="{row["actor"]}",node="{row["node"]}"' in text
     assert 'verifiers_errors_total{actor="' in text and 'kind="bad_input"' in text
     assert "verifiers_ray_retried_total 0" in text
+    # One cluster-wide lease: the named detached limit actor never let two items run at once.
+    import ray
+
+    state = ray.get(ray.get_actor(LIMIT, namespace="verifiers").state.remote())
+    assert state["size"] == 1 and state["held"] == 0 and state["peak"] == 1
 
 
 def test_a_groups_rollouts_share_one_actor_and_repeat_in_order(scorer: RayScorer) -> None:
@@ -178,42 +195,6 @@ def test_async_surface_and_refusal_inside_a_loop(scorer: RayScorer) -> None:
     assert [r.id for r in streamed] == [r["id"] for r in rows]
 
 
-def test_killed_actor_items_are_retried_never_lost_or_scored(ray_cluster: Any) -> None:
-    """SIGKILL one actor's process (by PID) mid-run: every line still gets exactly one
-    result, none is an error or a made-up score, and the kill shows as retries."""
-    code = [r for r in _mixed() if r["task"].get("verifier", "") == "code.tests"]
-    rows = [{**code[i % len(code)], "id": f"k{i}"} for i in range(40)]
-    with RayScorer(settings=SETTINGS, cpus_per_actor=0.5, max_in_flight=4) as fresh:
-        expected = {r.id: _verdict(r)[1:] for r in fresh.score(rows[: len(code)])}
-        from collections import Counter
-
-        from verifiers.ray import _task_key
-
-        routed = Counter(fresh._route(_task_key(r)).index for r in rows)  # type: ignore[union-attr]
-        victim = fresh.actors[routed.most_common(1)[0][0]]  # the actor with work to lose
-        seen: list[Any] = []
-        killed = threading.Event()
-
-        async def run() -> None:
-            async for result in fresh.stream(rows):
-                seen.append(result)
-                if len(seen) == 3 and not killed.is_set():
-                    os.kill(victim["pid"], signal.SIGKILL)
-                    killed.set()
-
-        import asyncio
-
-        asyncio.run(run())
-        assert killed.is_set()
-        assert [r.id for r in seen] == [r["id"] for r in rows]  # each once, in order
-        assert all(r.status != "error" for r in seen), [r.error for r in seen if r.error]
-        for i, r in enumerate(seen):
-            assert _verdict(r)[1:] == expected[f"k{i % len(code)}"]
-        assert fresh.stats.dead_actors == 1
-        assert fresh.stats.retried >= 1
-        assert [a["alive"] for a in fresh.actors].count(False) == 1
-
-
 def _slow_code(seconds: float, row_id: str) -> dict[str, Any]:
     """A code.tests item whose program sleeps ``seconds`` and then passes."""
     return {
@@ -235,18 +216,19 @@ def _slow_code(seconds: float, row_id: str) -> dict[str, Any]:
 
 def test_unplaceable_items_are_infra_error_not_score(ray_cluster: Any) -> None:
     """An item that gets no slot on a live actor within place_timeout_s, and every item
-    once no actor is alive, is error/infra with its attempts: an abstain, never a 0."""
+    once no actor is alive (its process SIGKILLed by PID), is error/infra with its
+    attempts: an abstain, never a 0."""
     rows = [r for r in _mixed() if r["task"].get("verifier", "").startswith("answer.")][:3]
     with RayScorer(
         num_actors=1, settings=SETTINGS, cpus_per_actor=0.5, max_in_flight=1, place_timeout_s=1.0
     ) as one:
-        # One slot: the slow item holds it for 8 s; items of a second, concurrent stream
+        # One slot: the slow item holds it for 5 s; items of a second, concurrent stream
         # cannot be placed within 1 s.
         import asyncio
         import time
 
         async def both() -> tuple[list[Any], list[Any]]:
-            slow = asyncio.ensure_future(one.score_async([_slow_code(8, "slow")]))
+            slow = asyncio.ensure_future(one.score_async([_slow_code(5, "slow")]))
             loop = asyncio.get_running_loop()
             deadline = time.monotonic() + 60
             while (await loop.run_in_executor(None, one.metrics))[0][
@@ -263,29 +245,12 @@ def test_unplaceable_items_are_infra_error_not_score(ray_cluster: Any) -> None:
             assert r.status == "error" and r.reward is None and r.error is not None
             assert r.error.kind == "infra" and "place_timeout_s" in r.error.message
         assert one.stats.failed == 3
-        os.kill(one.actors[0]["pid"], signal.SIGKILL)
+        os.kill(one.actors[0]["pid"], signal.SIGKILL)  # the actor's process (by PID)
         results = one.score(rows)
     assert [r.status for r in results] == ["error"] * 3
     assert all(r.reward is None and r.error and r.error.kind == "infra" for r in results)
     assert [r.id for r in results] == [r["id"] for r in rows]
     assert results[0].error is not None and results[0].error.attempts >= 1
-
-
-def test_cluster_wide_limit_is_one_named_detached_actor(ray_cluster: Any) -> None:
-    import ray
-
-    code = [r for r in _mixed() if r["task"].get("verifier", "") == "code.tests"]
-    rows = [{**code[i % len(code)], "id": f"l{i}"} for i in range(8)]
-    name = "verifiers-test-limit"
-    with RayScorer(
-        settings=SETTINGS, cpus_per_actor=0.5, cluster_concurrency=1, limit_name=name
-    ) as limited:
-        limit = ray.get_actor(name, namespace="verifiers")
-        results = limited.score(rows)
-        state = ray.get(limit.state.remote())
-    assert all(r.status != "error" for r in results)
-    assert state["size"] == 1 and state["held"] == 0 and state["peak"] == 1
-    ray.kill(limit)
 
 
 def test_a_dead_holders_lease_expires_when_its_driver_died_too(
@@ -421,6 +386,15 @@ def test_verl_manager_scores_through_a_ray_scorer(
     assert output.non_tensor_batch["verifiers_valid"].tolist() == [1.0] * 7 + [0.0]
 
 
+def _salted(base: dict[str, Any], row_id: str, salt: int) -> dict[str, Any]:
+    """``base`` as a new task where its tests are code (a comment added): routed afresh."""
+    tests = dict(base["task"]["spec"]["tests"])
+    if isinstance(tests.get("code"), str):
+        tests["code"] += f"\n# salt {salt}\n"
+    spec = {**base["task"]["spec"], "tests": tests}
+    return {**base, "id": row_id, "task": {**base["task"], "spec": spec}}
+
+
 def test_raylet_kill_mid_run_is_retried_never_lost_or_scored(
     ray_cluster: Any, local_verdicts: list[tuple[Any, ...]]
 ) -> None:
@@ -445,25 +419,22 @@ def test_raylet_kill_mid_run_is_retried_never_lost_or_scored(
             n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("victim")
         )
         victim = next(a for a in three._actors if a.node == victim_node)
-        rows: list[dict[str, Any]] = []
-        origin: dict[str, str] = {}
-        on_victim = 0
-        i = 0
-        while len(rows) < 30 or on_victim < 8:  # enough of them routed to the victim
-            base = code[i % len(code)]
-            tests = dict(base["task"]["spec"]["tests"])
-            if isinstance(tests.get("code"), str):
-                tests["code"] += f"\n# salt {i}\n"
-            row = {
-                **base,
-                "id": f"n{i}",
-                "task": {**base["task"], "spec": {**base["task"]["spec"], "tests": tests}},
-            }
+        # Ten cheap rows anywhere, and six 4-second rows on the victim (after the first two
+        # cheap ones): the victim still has work when Ray declares its node dead (<= ~9 s;
+        # until then its orphaned actor process keeps answering, with real verdicts).
+        bases = [code[i % len(code)] for i in range(10)]
+        cheap = [_salted(base, f"n{i}", i) for i, base in enumerate(bases)]
+        slow: list[dict[str, Any]] = []
+        j = 0
+        while len(slow) < 6:
+            row = _slow_code(4, f"s{j}")
             if three._route(_task_key(row)) is victim:
-                on_victim += 1
-            rows.append(row)
-            origin[row["id"]] = base["id"]
-            i += 1
+                slow.append(row)
+            j += 1
+        rows = cheap[:2] + [x for pair in zip(slow, cheap[2:8], strict=True) for x in pair]
+        rows += cheap[8:]
+        want = {r["id"]: expected[base["id"]] for r, base in zip(cheap, bases, strict=True)}
+        want.update({r["id"]: expected["code-assert-pass"] for r in slow})  # a passing assert
         seen: list[Any] = []
         killed_at: list[float] = []
 
@@ -479,7 +450,7 @@ def test_raylet_kill_mid_run_is_retried_never_lost_or_scored(
         assert [r.id for r in seen] == [r["id"] for r in rows]  # each once, in order
         assert all(r.status != "error" for r in seen), [r.error for r in seen if r.error]
         for r in seen:
-            assert _verdict(r)[1:] == expected[origin[r.id]], r.id
+            assert _verdict(r)[1:] == want[r.id], r.id
         assert three.stats.dead_actors == 1 and victim.dead
         assert three.stats.retried >= 1 and three.stats.attempts[2] >= 1
         assert sum(three.stats.attempts.values()) == len(rows)

@@ -179,6 +179,14 @@ def test_manager_refuses_settings_it_cannot_honour(tokenizer_dir: str) -> None:
     config.reward.num_workers = 8
     with pytest.raises(ValueError, match="reward.num_workers=1"):
         VerifiersRewardManager(config, tok, None)
+    for ray_kwargs, message in (
+        ({"ray": {"num_actor": 2}}, "ray has unknown keys \\['num_actor'\\]"),
+        ({"ray": "auto"}, "must be true, false or a mapping"),
+        ({"ray": True, "machine_concurrency": 4}, "ray.cluster_concurrency"),
+    ):
+        config = _config(tokenizer_dir, OUR_MANAGER, reward_kwargs=ray_kwargs)
+        with pytest.raises(ValueError, match=message):
+            VerifiersRewardManager(config, tok, None)
 
 
 def _estimator_advantages(name: str, filled: list[float], lengths: list[int]) -> torch.Tensor:
