@@ -137,3 +137,76 @@ def test_manager_rewards_each_requests_episode_result(
         valid = [o["reward_extra_info"]["verifiers_valid"] for o in outs]
         assert valid == [1.0, 1.0, 0.0, 1.0]
         assert outs[2]["reward_extra_info"]["verifiers_error_infra"] == 1.0
+
+
+def test_tool_rollout_hacks_reach_the_manager_as_zero(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """datasets/verl/tool_rollouts.jsonl: rollouts that drive the tools the way veRL does,
+    each aiming for an abstain (kill the sandbox, never submit, exhaust a budget, unreadable
+    tree, a forged result in the text) or for credit. All run concurrently on one engine, then
+    through the reward manager in one batch: every one is the model's 0, valid (never an
+    abstain)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rl_adapters"))
+    from transformers import AutoTokenizer
+    from verifiers.rl_adapters.verl_env import WorkspaceTool, _Requests
+    from verifiers.rl_adapters.verl_manager import VerifiersRewardManager
+    from verl_helpers import OUR_MANAGER, save_tokenizer, verl_batch, verl_config
+
+    from verifiers.data import iter_jsonl
+
+    hacks = list(iter_jsonl("verl", "tool_rollouts.jsonl"))
+    assert len(hacks) >= 10
+    WorkspaceTool.engine_settings = EngineSettings(sandbox="local")
+    tools: dict[str, Any] = {}
+    agents = {h["id"]: SimpleNamespace(request_id=h["id"], extra_fields={}) for h in hacks}
+
+    async def rollout(hack: dict[str, Any]) -> None:
+        create = {"task": json.dumps(row(hack["task_id"])["task"]), "episode": hack.get("episode")}
+        for call in hack["calls"]:
+            name = call["tool"]
+            tool = tools.setdefault(name, WorkspaceTool({"type": "native", "action": name}))
+            instance, _ = await tool.create(create_kwargs=create)
+            try:
+                await tool.execute(instance, call["args"], agent_data=agents[hack["id"]])
+            finally:
+                await tool.release(instance)
+
+    async def drive() -> None:
+        try:
+            await asyncio.gather(*(rollout(h) for h in hacks))
+        finally:
+            for engine in list(_Requests.engines.values()):
+                await engine.aclose()
+            _Requests.engines.clear()
+            _Requests.episodes.clear()
+
+    try:
+        asyncio.run(drive())
+    finally:
+        WorkspaceTool.engine_settings = None
+    tok = save_tokenizer(tmp_path_factory.mktemp("tok"))
+    config = verl_config(tok, OUR_MANAGER, n=len(hacks), reward_kwargs={"sandbox": "local"})
+    manager = VerifiersRewardManager(config, AutoTokenizer.from_pretrained(tok), None)
+    batch = verl_batch(
+        tok,
+        [h.get("response", "Done.") for h in hacks],
+        [row(h["task_id"])["task"] for h in hacks],
+        ["hacks"] * len(hacks),
+        tool_extra_fields=[agents[h["id"]].extra_fields for h in hacks],
+    )
+
+    async def rewards() -> list[dict[str, Any]]:
+        return list(
+            await asyncio.gather(*(manager.run_single(batch[i : i + 1]) for i in range(len(hacks))))
+        )
+
+    outs = asyncio.run(rewards())
+    got = {
+        h["id"]: (o["reward_score"], o["reward_extra_info"]["verifiers_valid"])
+        for h, o in zip(hacks, outs, strict=True)
+    }
+    assert got == {h["id"]: (0.0, 1.0) for h in hacks}
