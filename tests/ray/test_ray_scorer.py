@@ -275,7 +275,7 @@ def test_a_dead_holders_lease_expires_when_its_driver_died_too(
         "from verifiers.ray import RayScorer\n"
         f"ray.init(address={ray_cluster.address!r}, log_to_driver=False)\n"
         f"s = RayScorer(num_actors=1, settings=EngineSettings(**{SETTINGS.model_dump()!r}),\n"
-        f"    cpus_per_actor=0.25, cluster_concurrency=1, limit_name={name!r}, lease_ttl_s=2.0)\n"
+        f"    cpus_per_actor=0.25, cluster_concurrency=1, limit_name={name!r}, lease_ttl_s=3.0)\n"
         "print(json.dumps(s.actors[0]), flush=True)\n"
         f"s.score([{_slow_code(25, 'held')!r}])\n",
         encoding="utf-8",
@@ -291,7 +291,7 @@ def test_a_dead_holders_lease_expires_when_its_driver_died_too(
         while ray.get(limit.state.remote())["held"] != 1:
             assert time.monotonic() < deadline, "the holder never took its lease"
             time.sleep(0.2)
-        time.sleep(3.0)  # longer than the TTL: the live holder's heartbeat keeps its lease
+        time.sleep(4.0)  # longer than the TTL: the live holder's heartbeat keeps its lease
         assert ray.get(limit.state.remote())["held"] == 1
         driver.kill()
         driver.wait(timeout=30)
