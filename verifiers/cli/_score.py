@@ -351,8 +351,7 @@ async def _stream(
                 writer.write(result)
                 summary.add(result)
                 progress.advance()
-        stats = getattr(engine, "stats", None)
-        return None if stats is None else dict(stats.as_dict())
+        return dict(engine.stats.as_dict()) if getattr(args, "ray", None) else None
     finally:
         writer.close()
 
