@@ -16,10 +16,25 @@ instance: the episode is keyed by the request (``agent_data.request_id``, passed
 Each row's ``tools_kwargs`` gives every tool ``{"create_kwargs": {"task": {...}, "episode":
 {...}}}`` (the task as a dict or JSON string). ``submit``'s step reward is the attempt's
 reward (0.0 while it cannot be judged: veRL sums step rewards as plain floats, so abstains
-must go through the final result instead). The final :class:`~verifiers.Result` of a request
-is kept in :func:`episode_result` for the reward manager; an episode nobody submitted is judged
-and closed by :func:`finish_request`, and one left idle past ``idle_s`` is closed
-(judged) at the next ``create``.
+must go through the final result instead).
+
+**The reward of the rollout is the episode's final result.** veRL runs the tools in its agent
+loop worker and the reward manager in a reward loop worker (another process, maybe another
+node), and the one thing that travels from one to the other with the sample is
+``agent_data.extra_fields`` (veRL's own slot for tool session data: the agent loop hands it
+to the reward worker as ``tool_extra_fields``). So every call stamps
+``extra_fields["verifiers_request"]`` (the request id) and the call that ends the episode
+(a final submit, an exhausted budget, a lost sandbox) writes ``extra_fields
+["verifiers_result"]``: the final :class:`~verifiers.Result` as JSON.
+:class:`~verifiers.rl_adapters.verl_manager.VerifiersRewardManager` rewards that result
+instead of re-scoring the text: an abstain stays an abstain (``error`` -> the group's judged
+mean, zero advantage; never 0), and a rollout that opened an episode but never finished it is
+the model's ``fail`` (0). A submit that leaves the episode open (tries left) writes what
+:meth:`~verifiers.Episode.finish` would give at that point, so a rollout that stops after a
+partial score keeps it. The last results also stay in :func:`episode_result` (bounded) for
+callers in the same process; an episode nobody submitted is judged and closed by
+:func:`finish_request`, and one left idle past ``idle_s`` is closed (judged) at the next
+``create``.
 """
 
 from __future__ import annotations
@@ -27,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import OrderedDict
 from typing import Any, ClassVar
 
 from verifiers.engine import Engine, EngineSettings
@@ -45,6 +61,13 @@ except ImportError as exc:  # pragma: no cover - only without veRL
 __all__ = ["WorkspaceTool", "episode_result", "finish_request"]
 
 _OUTPUT_CHARS = 4000
+_KEPT_RESULTS = 4096
+"""Final results kept for :func:`episode_result` (the oldest go first: a long run finishes
+millions of requests; the reward manager reads them from the sample, not from here)."""
+REQUEST_FIELD = "verifiers_request"
+"""``agent_data.extra_fields`` key: the request id of the rollout's episode."""
+RESULT_FIELD = "verifiers_result"
+"""``agent_data.extra_fields`` key: the episode's final result, as JSON."""
 
 _SCHEMAS: dict[str, dict[str, Any]] = {
     "run_command": {
@@ -79,7 +102,7 @@ class _Requests:
 
     engines: ClassVar[dict[int, Engine]] = {}
     episodes: ClassVar[dict[str, tuple[Episode, float]]] = {}
-    results: ClassVar[dict[str, Result]] = {}
+    results: ClassVar[OrderedDict[str, Result]] = OrderedDict()
     lock: ClassVar[asyncio.Lock | None] = None
 
 
@@ -104,6 +127,8 @@ async def finish_request(request_id: str) -> Result | None:
         return _Requests.results.get(request_id)
     result = await held[0].finish()
     _Requests.results[request_id] = result
+    while len(_Requests.results) > _KEPT_RESULTS:
+        _Requests.results.popitem(last=False)
     return result
 
 
@@ -164,15 +189,25 @@ class WorkspaceTool(_Base):  # type: ignore[misc,valid-type]
         episode = await self._episode(request_id, self._created.get(instance_id, {}))
         if isinstance(episode, str):
             return ToolResponse(text=episode), 0.0, {}
+        fields = getattr(agent_data, "extra_fields", None)
+        if isinstance(fields, dict):
+            fields[REQUEST_FIELD] = request_id
         reward = 0.0
         try:
             text, reward = await self._act(episode, parameters)
         except ToolRefused as exc:
             text = str(exc)
+        result: Result | None = None
         if episode.done:
-            await finish_request(request_id)
+            result = await finish_request(request_id)
         else:
             _Requests.episodes[request_id] = (episode, time.monotonic())
+            if self.action == "submit" and episode._results:
+                # The rollout may end here (the model stops after a partial score): what
+                # finish() would give now, rewritten by every later submit and by the end.
+                result = episode._final_result()
+        if isinstance(fields, dict) and result is not None:
+            fields[RESULT_FIELD] = result.json_safe().model_dump_json()
         return ToolResponse(text=text), reward, {"action": self.action}
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:

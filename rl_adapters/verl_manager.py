@@ -35,6 +35,21 @@ Load it with veRL's own ``importlib`` hook (it subclasses veRL's ``RewardManager
   the finite group-mean fill; a row that names no verifier while no default is set (the
   first call raises: the dataset's doing, not the model's).
 
+- **Scale out over the cluster** with ``+reward.reward_kwargs.ray={num_actors: 4}`` (or
+  ``ray=true`` for one actor per node): the worker then scores through a
+  :class:`verifiers.ray.RayScorer` on veRL's own Ray cluster, one warm engine per node, items
+  routed by task (a GRPO group lands on one node's cache), a lost node's items retried on
+  another, never scored. The manager itself stays the one place where groups meet (so
+  ``num_workers`` is still 1); the engine settings of ``reward_kwargs`` are the actors'.
+  ``ray`` takes :data:`RAY_KWARGS` (``cpus_per_actor``, ``cluster_concurrency``, ...);
+  ``machine_concurrency`` does not apply there (use ``ray.cluster_concurrency``).
+- **Episodes** (veRL tools, :mod:`verifiers.rl_adapters.verl_env`): a sample whose rollout
+  drove a ``WorkspaceTool`` episode is not re-scored from its text: the episode's final
+  result travels in the rollout's ``extra_fields`` (``verifiers_result``) and is what the
+  manager rewards, abstains included (group-mean fill, zero advantage). A rollout that opened
+  an episode but never finished it (``verifiers_request`` without a result: out of turns,
+  never submitted) is the model's ``fail`` (reward 0), never an abstain.
+
 ``reward.reward_kwargs`` also takes ``spec``, ``verifiers_by_source``, ``group_wait_s`` and any
 :class:`~verifiers.EngineSettings` field (``concurrency``, ``timeout_s``, ``sandbox``, ...).
 An unknown key is an error at start.
@@ -63,7 +78,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without veRL
     raise MissingDependency(exc.name or "verl", "verl") from None
 
-__all__ = ["MANAGER_KWARGS", "VerifiersRewardManager"]
+__all__ = ["MANAGER_KWARGS", "RAY_KWARGS", "VerifiersRewardManager"]
 
 log = logging.getLogger("verifiers.verl")
 
@@ -77,9 +92,27 @@ or a greedy baseline decides) or reweight over the batch after the group step
 (``reinforce_plus_plus_baseline`` whitens over the batch, ``opo`` weights by length, ``gdpo``
 normalises per reward), so the fill is finite but not zero."""
 
+RAY_KWARGS = frozenset(
+    {
+        "num_actors",
+        "cpus_per_actor",
+        "max_in_flight",
+        "max_attempts",
+        "call_timeout_s",
+        "place_timeout_s",
+        "cluster_concurrency",
+        "limit_name",
+        "lease_ttl_s",
+        "placement",
+        "start_timeout_s",
+    }
+)
+"""The keys ``reward.reward_kwargs.ray`` may hold (:class:`verifiers.ray.RayScorer`'s
+arguments; the address is veRL's own cluster, the settings are ``reward_kwargs``'s)."""
+
 MANAGER_KWARGS = frozenset(
     {"verifier", "spec", "verifiers_by_source", "components", "group_wait_s"}
-    | {"allow_nonzero_abstain"}
+    | {"allow_nonzero_abstain", "ray"}
     | _SETTING_KEYS
     | {"machine_concurrency", "machine_key"}
 )
@@ -123,6 +156,7 @@ def manager_options(config: Any) -> dict[str, Any]:
             "samples must reach one process for unjudged ones to get zero advantage; the "
             "engine's own concurrency (reward.reward_kwargs.concurrency) does the parallel work"
         )
+    _ray_options(options)
     estimator = _estimator(config)
     if (
         estimator not in ZERO_ADVANTAGE_ESTIMATORS
@@ -139,6 +173,51 @@ def manager_options(config: Any) -> dict[str, Any]:
     return options
 
 
+def _ray_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``reward_kwargs.ray`` as RayScorer arguments (``None``: no Ray), checked.
+
+    Raises:
+        ValueError: not a bool or a mapping, an unknown key, or ``machine_concurrency`` set
+            beside it.
+    """
+    raw = options.get("ray")
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        chosen: dict[str, Any] = {}
+    elif isinstance(raw, Mapping):
+        chosen = dict(raw)
+    else:
+        raise ValueError(
+            f"reward.reward_kwargs.ray={raw!r}: must be true, false or a mapping of "
+            f"RayScorer arguments {sorted(RAY_KWARGS)}"
+        )
+    unknown = sorted(set(chosen) - RAY_KWARGS)
+    if unknown:
+        raise ValueError(
+            f"reward.reward_kwargs.ray has unknown keys {unknown}; known: {sorted(RAY_KWARGS)}"
+        )
+    if "machine_concurrency" in options:
+        raise ValueError(
+            "reward.reward_kwargs.machine_concurrency limits one machine's engine and does not "
+            "apply with reward_kwargs.ray (the engines run on the cluster's nodes): use "
+            "reward.reward_kwargs.ray.cluster_concurrency for one cluster-wide limit"
+        )
+    return chosen
+
+
+def _make_scorer(options: Mapping[str, Any]) -> Any:
+    """The worker's scorer: one process-wide engine, or a RayScorer over the cluster."""
+    ray_options = _ray_options(options)
+    if ray_options is None:
+        return _scorer(options)
+    from verifiers.engine import EngineSettings
+    from verifiers.ray import RayScorer
+
+    overrides = {k: options[k] for k in _SETTING_KEYS if k in options}
+    return RayScorer(settings=EngineSettings.from_env(**overrides), **ray_options)
+
+
 def _estimator(config: Any) -> str:
     """``algorithm.adv_estimator`` (veRL's default, ``gae``, when the config has none)."""
     algorithm: Any = config.get("algorithm") if hasattr(config, "get") else None
@@ -152,6 +231,35 @@ def _group_size(config: Any) -> int:
     except (AttributeError, KeyError, TypeError, ValueError):
         n = 1
     return max(n, 1)
+
+
+def _episode_result(non_tensor: Mapping[str, Any]) -> Result | None:
+    """The final result of the sample's tool episode, if its rollout drove one.
+
+    veRL's agent loop hands a sample's ``extra_fields`` to the reward worker as
+    ``tool_extra_fields`` (streaming, one sample) or as columns of their own (the batch path);
+    :mod:`verifiers.rl_adapters.verl_env` writes ``verifiers_result`` there when the episode
+    finished and ``verifiers_request`` when it began. Only our tools write those keys; the
+    model's text never reaches them.
+    """
+    fields = _plain(non_tensor.get("tool_extra_fields"))
+    source: Mapping[str, Any] = fields if isinstance(fields, Mapping) else {}
+    raw = source.get("verifiers_result", _plain(non_tensor.get("verifiers_result")))
+    request = source.get("verifiers_request", _plain(non_tensor.get("verifiers_request")))
+    if isinstance(raw, str):
+        return Result.model_validate_json(raw)
+    if isinstance(raw, Mapping):
+        return Result.model_validate(dict(raw))
+    if isinstance(request, str) and request:
+        # The rollout opened an episode and ended without finishing it (out of turns or
+        # tokens, never submitted): the model's doing, so a score of 0, never an abstain.
+        return Result(
+            id=request,
+            reward=0.0,
+            status="fail",
+            feedback="the rollout ended before its episode was submitted or finished",
+        )
+    return None
 
 
 class VerifiersRewardManager(RewardManagerBase):  # type: ignore[misc]
@@ -176,7 +284,7 @@ class VerifiersRewardManager(RewardManagerBase):  # type: ignore[misc]
         )
         self.keys = extra_keys(self.components)
         self.rows = _Rows(options)
-        self.scorer = _scorer(options)
+        self.scorer = _make_scorer(options)
         self.groups = GroupBaseline(
             _group_size(config), wait_s=float(options.get("group_wait_s", 60.0))
         )
@@ -232,7 +340,8 @@ class VerifiersRewardManager(RewardManagerBase):  # type: ignore[misc]
             ground_truth,
             extra_info if isinstance(extra_info, Mapping) else None,
         )
-        result = await self._score(item)
+        episode = _episode_result(non_tensor)
+        result = episode if episode is not None else await self._score(item)
         uid = non_tensor.get("uid")
         reward = result_reward(result)
         if uid is None:

@@ -24,8 +24,9 @@ Why each piece is the way it is:
 - **Bounded in-flight work.** At most ``max_in_flight`` items per actor are submitted at once
   (a semaphore per actor on the driver), and ``stream`` keeps a bounded window of items
   ahead of the one it yields next, so neither the driver nor Ray's object store grows with
-  the input. The actor's ``max_concurrency`` equals ``max_in_flight``; the engine's
-  ``concurrency`` bounds what runs inside.
+  the input. The actor's ``max_concurrency`` is ``max_in_flight`` plus two, so control calls
+  (``metrics``, ``close``) are answered beside a full load; the engine's ``concurrency``
+  bounds what runs inside.
 - **Deadlines stay in the engine.** Ray cannot interrupt a running task on a normal actor, so
   per-item deadlines are the engine's (which kills processes). The driver only adds a
   generous ``call_timeout_s`` so a wedged node cannot hang the run; past it the item is
@@ -40,8 +41,23 @@ Why each piece is the way it is:
 - **One cluster-wide limit.** Per-process limits multiply with the number of actors (64 ranks
   each think they own the machine). ``cluster_concurrency=N`` creates (or joins) a named
   detached actor, :class:`ClusterLimit`, that hands out N leases; every actor holds one per
-  item in verification. Leases of an actor that died are returned by the driver that saw it
-  die, so a crash never leaks capacity.
+  item in verification. A lease lives ``lease_ttl_s`` (default 30 s) unless its holder
+  renews it: each actor heartbeats its leases every third of that, so a holder that died with
+  its driver (nobody left to say so) frees its leases within one TTL, and the driver that sees
+  an actor die returns its leases at once. A crash never leaks capacity.
+- **Placement has a deadline.** An item waits at most ``place_timeout_s`` for a slot on a live
+  actor (all actors busy, or dying); past it, or when no live actor is left, it is
+  ``error/infra`` with ``error.attempts``. A node whose raylet dies takes its actors with it:
+  once Ray declares the node dead (its health check: ``RAY_health_check_*`` on the head), the
+  actors' unfinished calls fail with ``ActorDiedError`` and are retried elsewhere; an actor
+  Ray reports unavailable is routed around the same way (never retried in place).
+- **Metrics per actor.** Each actor counts what its engine returned under the reward
+  server's metric names (``verifiers_results_total{status,verifier}``,
+  ``verifiers_errors_total{kind,verifier}``, ``verifiers_item_seconds``,
+  ``verifiers_items_in_flight``); :meth:`RayScorer.metrics` collects them with the actor's
+  index and node, :meth:`RayScorer.metrics_text` renders them as Prometheus text with
+  ``actor`` and ``node`` labels, and ``stats`` says where items ran (``by_node``,
+  ``by_actor``) and how many tries each took (``attempts``).
 
 ``ray`` is imported on first use (``pip install 'verifiers[ray]'``).
 """
@@ -84,46 +100,99 @@ class ClusterLimit:
     """A cluster-wide budget of leases (run as a named, detached Ray actor).
 
     ``acquire(holder)`` waits for a free lease and returns its number; ``release(holder,
-    lease)`` gives it back; ``release_holder(holder)`` returns every lease a dead holder still
-    had. Holders are actor ids, which Ray never reuses.
+    lease)`` gives it back; ``renew(holder)`` extends every lease the holder has by
+    ``ttl_s``; ``release_holder(holder)`` returns every lease a dead holder still had.
+    Holders are actor ids, which Ray never reuses.
+
+    A lease that is not renewed within ``ttl_s`` expires and is given to the next waiter:
+    the detached limit outlives every driver, so a holder that died together with the driver
+    that could have said so must not keep its leases forever.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, ttl_s: float = 30.0) -> None:
         self.size = size
-        self._free = asyncio.Semaphore(size)
-        self._held: dict[str, set[int]] = {}
+        self.ttl_s = ttl_s
+        self._leases: dict[int, tuple[str, float]] = {}
+        """lease -> (holder, expires at, monotonic)."""
         self._next = 0
         self._peak = 0
+        self._expired = 0
+        self._changed: asyncio.Event | None = None
+
+    def _reap(self) -> float | None:
+        """Drop expired leases; the seconds until the next one expires (None: none held)."""
+        now = time.monotonic()
+        soonest: float | None = None
+        for lease, (_, expires) in list(self._leases.items()):
+            if expires <= now:
+                del self._leases[lease]
+                self._expired += 1
+            elif soonest is None or expires - now < soonest:
+                soonest = expires - now
+        return soonest
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
 
     async def acquire(self, holder: str) -> int:
-        await self._free.acquire()
-        self._next += 1
-        self._held.setdefault(holder, set()).add(self._next)
-        self._peak = max(self._peak, sum(len(v) for v in self._held.values()))
-        return self._next
+        while True:
+            soonest = self._reap()
+            if len(self._leases) < self.size:
+                self._next += 1
+                self._leases[self._next] = (holder, time.monotonic() + self.ttl_s)
+                self._peak = max(self._peak, len(self._leases))
+                return self._next
+            if self._changed is None or self._changed.is_set():
+                self._changed = asyncio.Event()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout=soonest)
+            except TimeoutError:  # the soonest lease expires now: reap it on the next turn
+                pass
 
     def release(self, holder: str, lease: int) -> None:
-        leases = self._held.get(holder)
-        if leases is not None and lease in leases:
-            leases.discard(lease)
-            self._free.release()
+        held = self._leases.get(lease)
+        if held is not None and held[0] == holder:
+            del self._leases[lease]
+            self._wake()
+
+    def renew(self, holder: str) -> int:
+        """Extend the holder's leases by ``ttl_s``; returns how many it holds."""
+        expires = time.monotonic() + self.ttl_s
+        mine = [lease for lease, (who, _) in self._leases.items() if who == holder]
+        for lease in mine:
+            self._leases[lease] = (holder, expires)
+        return len(mine)
 
     def release_holder(self, holder: str) -> int:
-        leases = self._held.pop(holder, set())
-        for _ in leases:
-            self._free.release()
-        return len(leases)
+        mine = [lease for lease, (who, _) in self._leases.items() if who == holder]
+        for lease in mine:
+            del self._leases[lease]
+        if mine:
+            self._wake()
+        return len(mine)
 
-    def state(self) -> dict[str, int]:
-        held = sum(len(v) for v in self._held.values())
-        return {"size": self.size, "held": held, "peak": self._peak}
+    def state(self) -> dict[str, Any]:
+        self._reap()
+        return {
+            "size": self.size,
+            "held": len(self._leases),
+            "peak": self._peak,
+            "expired": self._expired,
+            "ttl_s": self.ttl_s,
+        }
 
 
 class _EngineActor:
     """One warm engine inside a Ray actor (methods run on the actor's event loop)."""
 
     def __init__(
-        self, settings: dict[str, Any], base_dir: str | None, limit: str | None, namespace: str
+        self,
+        settings: dict[str, Any],
+        base_dir: str | None,
+        limit: str | None,
+        namespace: str,
+        lease_ttl_s: float = 30.0,
     ) -> None:
         self._settings = EngineSettings.model_validate(settings)
         self._base_dir = base_dir
@@ -131,27 +200,98 @@ class _EngineActor:
         ray = _ray()
         self._limit: Any = ray.get_actor(limit, namespace=namespace) if limit else None
         self._holder = ray.get_runtime_context().get_actor_id()
+        self._lease_ttl_s = lease_ttl_s
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._metrics = _ActorMetrics()
 
     async def score(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self._engine is None:
             self._engine = Engine(self._settings, base_dir=self._base_dir)
         limit = self._limit
-        lease = None if limit is None else await limit.acquire.remote(self._holder)
+        if limit is not None and self._heartbeat is None:
+            self._heartbeat = asyncio.get_running_loop().create_task(self._renew_leases())
+        self._metrics.in_flight += len(items)
         try:
-            results = await self._engine.score(items)
+            lease = None if limit is None else await limit.acquire.remote(self._holder)
+            try:
+                results = await self._engine.score(items)
+            finally:
+                if limit is not None and lease is not None:
+                    try:  # awaited: the lease is free before the result is
+                        await limit.release.remote(self._holder, lease)
+                    except Exception:  # the limit actor is gone, and the lease with it
+                        pass
         finally:
-            if limit is not None and lease is not None:
-                limit.release.remote(self._holder, lease)
+            self._metrics.in_flight -= len(items)
+        for result in results:
+            self._metrics.add(result)
         return [r.json_safe().model_dump(mode="json") for r in results]
+
+    async def _renew_leases(self) -> None:
+        """Keep this actor's leases alive while it lives (they expire a TTL after it dies)."""
+        while True:
+            await asyncio.sleep(self._lease_ttl_s / 3)
+            try:
+                await self._limit.renew.remote(self._holder)
+            except Exception:  # the limit actor is gone or restarting: try again next beat
+                pass
 
     def where(self) -> dict[str, Any]:
         ray = _ray()
         return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
 
+    def metrics(self) -> dict[str, Any]:
+        """This actor's counters (see :class:`_ActorMetrics`)."""
+        return self._metrics.snapshot()
+
     async def close(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
         if self._engine is not None:
             await self._engine.aclose()
             self._engine = None
+        if self._limit is not None:
+            await self._limit.release_holder.remote(self._holder)
+
+
+class _ActorMetrics:
+    """What one actor's engine returned, under the reward server's metric names.
+
+    Labels are bounded the server's way (:func:`verifiers.rl_adapters.server.metric_label`:
+    a registered verifier name, else ``other``), since clients choose the names they send.
+    """
+
+    def __init__(self) -> None:
+        self.results: Counter[tuple[str, str]] = Counter()
+        self.errors: Counter[tuple[str, str]] = Counter()
+        self.seconds: dict[str, list[float]] = {}
+        self.in_flight = 0
+
+    def add(self, result: Result) -> None:
+        from .rl_adapters.server import metric_label
+
+        label = metric_label(result.verifier)
+        self.results[(result.status, label)] += 1
+        if result.error is not None:
+            self.errors[(result.error.kind, label)] += 1
+        total = self.seconds.setdefault(label, [0.0, 0.0])
+        total[0] += result.duration_s
+        total[1] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "verifiers_results_total": [
+                {"status": s, "verifier": v, "value": n} for (s, v), n in self.results.items()
+            ],
+            "verifiers_errors_total": [
+                {"kind": k, "verifier": v, "value": n} for (k, v), n in self.errors.items()
+            ],
+            "verifiers_item_seconds": [
+                {"verifier": v, "sum": t[0], "count": int(t[1])} for v, t in self.seconds.items()
+            ],
+            "verifiers_items_in_flight": self.in_flight,
+        }
 
 
 @dataclass
@@ -166,6 +306,10 @@ class RayStats:
     """Actors seen dead."""
     by_node: Counter[str] = field(default_factory=Counter)
     """Items that got their result on each node (node id)."""
+    by_actor: Counter[int] = field(default_factory=Counter)
+    """Items that got their result from each actor (its index)."""
+    attempts: Counter[int] = field(default_factory=Counter)
+    """Items by the number of actor calls they took (``{1: n}`` when nothing died)."""
     failed: int = 0
     """Items that ended as ``error/infra`` because no actor could take them."""
 
@@ -176,6 +320,8 @@ class RayStats:
             "dead_actors": self.dead_actors,
             "failed": self.failed,
             "by_node": dict(self.by_node),
+            "by_actor": {str(k): v for k, v in sorted(self.by_actor.items())},
+            "attempts": {str(k): v for k, v in sorted(self.attempts.items())},
         }
 
 
@@ -218,6 +364,11 @@ class RayScorer:
         placement: ``"SPREAD"`` (one actor per node: a ``STRICT_SPREAD`` placement group while
             ``num_actors`` <= nodes, else Ray's ``SPREAD``) or ``"DEFAULT"`` (Ray packs them).
         start_timeout_s: Longest wait for the actors to be placed and started.
+        place_timeout_s: Longest an item waits for a slot on a live actor before it is
+            ``error/infra`` (default: ``call_timeout_s``).
+        lease_ttl_s: How long a cluster-limit lease outlives its holder's last heartbeat
+            (actors renew every third of it). Only for a limit this scorer creates; one that
+            already exists by ``limit_name`` keeps its own.
 
     Raises:
         MissingDependency: Ray is not installed (``pip install 'verifiers[ray]'``).
@@ -240,6 +391,8 @@ class RayScorer:
         limit_name: str = "verifiers-cluster-limit",
         placement: str = "SPREAD",
         start_timeout_s: float = 120.0,
+        place_timeout_s: float | None = None,
+        lease_ttl_s: float = 30.0,
     ) -> None:
         problems = []
         if num_actors is not None and num_actors < 1:
@@ -252,6 +405,10 @@ class RayScorer:
             problems.append(f"cpus_per_actor={cpus_per_actor}: must be >= 0")
         if cluster_concurrency is not None and cluster_concurrency < 1:
             problems.append(f"cluster_concurrency={cluster_concurrency}: must be >= 1 or None")
+        if place_timeout_s is not None and not place_timeout_s > 0:
+            problems.append(f"place_timeout_s={place_timeout_s}: must be > 0 or None")
+        if not lease_ttl_s > 0:
+            problems.append(f"lease_ttl_s={lease_ttl_s}: must be > 0")
         if placement not in ("SPREAD", "DEFAULT"):
             problems.append(f"placement={placement!r}: must be 'SPREAD' or 'DEFAULT'")
         if problems:
@@ -262,6 +419,7 @@ class RayScorer:
         self.max_in_flight = max_in_flight
         self.max_attempts = max_attempts
         self.call_timeout_s = call_timeout_s
+        self.place_timeout_s = call_timeout_s if place_timeout_s is None else place_timeout_s
         self.stats = RayStats()
         self._owns_ray = False
         if not ray.is_initialized():
@@ -278,7 +436,7 @@ class RayScorer:
                 namespace=NAMESPACE,
                 lifetime="detached",
                 get_if_exists=True,
-            ).remote(cluster_concurrency)
+            ).remote(cluster_concurrency, lease_ttl_s)
             self.limit_name = limit_name
         remote_cls = ray.remote(_EngineActor)
         base = None if base_dir is None else str(Path(base_dir).resolve())
@@ -301,9 +459,10 @@ class RayScorer:
         handles = [
             remote_cls.options(
                 num_cpus=cpus_per_actor,
-                max_concurrency=max_in_flight,
+                # + room for control calls (metrics, where, close) beside a full load
+                max_concurrency=max_in_flight + 2,
                 scheduling_strategy=strategy,
-            ).remote(payload, base, self.limit_name, NAMESPACE)
+            ).remote(payload, base, self.limit_name, NAMESPACE, lease_ttl_s)
             for strategy in strategies
         ]
         try:
@@ -335,6 +494,28 @@ class RayScorer:
             {"index": a.index, "node": a.node, "pid": a.pid, "alive": not a.dead}
             for a in self._actors
         ]
+
+    def metrics(self, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """Each live actor's counters, under the reward server's metric names, with its
+        ``actor`` index, ``node`` and ``pid``. An actor that does not answer within
+        ``timeout_s`` is left out (``alive`` is as last seen)."""
+        ray = self._ray
+        out = []
+        for actor in self._actors:
+            row: dict[str, Any] = {"actor": actor.index, "node": actor.node, "pid": actor.pid}
+            if not actor.dead:
+                try:
+                    row.update(ray.get(actor.handle.metrics.remote(), timeout=timeout_s))
+                except Exception:  # dead or wedged: reported without counters
+                    pass
+            row["alive"] = not actor.dead
+            out.append(row)
+        return out
+
+    def metrics_text(self, timeout_s: float = 30.0) -> str:
+        """:meth:`metrics` as Prometheus text: the reward server's names, plus ``actor`` and
+        ``node`` labels (one series per actor), and ``verifiers_ray_*`` driver counters."""
+        return _prometheus(self.metrics(timeout_s), self.stats)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -453,13 +634,20 @@ class RayScorer:
         self.stats.items += 1
         key = _task_key(payload)
         attempts = 0
+        placed_by = time.monotonic() + self.place_timeout_s
         last = "no live Ray actor"
         while attempts < self.max_attempts:
             actor = self._route(key)
             if actor is None:
                 break
             assert actor.slots is not None
-            async with actor.slots:
+            remaining = placed_by - time.monotonic()
+            try:
+                await asyncio.wait_for(actor.slots.acquire(), timeout=max(remaining, 0.0))
+            except TimeoutError:
+                last = f"no slot on a live Ray actor within place_timeout_s={self.place_timeout_s}s"
+                break
+            try:
                 if actor.dead:  # died while this item waited for a slot: not an attempt
                     continue
                 attempts += 1
@@ -469,7 +657,10 @@ class RayScorer:
                 try:
                     [raw] = await asyncio.wait_for(ref, self.call_timeout_s)
                 except ray.exceptions.ActorUnavailableError as exc:  # before its base class
+                    # Unreachable (its node may be going): route around it, never retry in
+                    # place (that would spend every attempt on one lost node).
                     last = f"Ray actor {actor.index} unavailable: {exc}"
+                    self._mark_dead(actor)
                     continue
                 except ray.exceptions.RayActorError as exc:
                     last = f"Ray actor {actor.index} on node {actor.node[:12]} died: {exc}"
@@ -486,7 +677,11 @@ class RayScorer:
                 except Exception as exc:  # a bug in an actor is infra, never a score
                     self.stats.failed += 1
                     return self._infra(payload, f"Ray actor call failed: {exc}"[:2000], attempts)
+            finally:
+                actor.slots.release()
             self.stats.by_node[actor.node] += 1
+            self.stats.by_actor[actor.index] += 1
+            self.stats.attempts[attempts] += 1
             return Result.model_validate(raw)
         self.stats.failed += 1
         return self._infra(payload, f"{last} (after {attempts} attempt(s))", max(attempts, 1))
@@ -512,6 +707,66 @@ class RayScorer:
         if isinstance(payload.get("id"), str):
             update["id"] = payload["id"]
         return result.model_copy(update=update)
+
+
+def _prometheus(actors: list[dict[str, Any]], stats: RayStats) -> str:
+    """Prometheus exposition text of per-actor counters (see :meth:`RayScorer.metrics_text`)."""
+
+    def esc(value: Any) -> str:
+        return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+    def labels(pairs: dict[str, Any]) -> str:
+        return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in pairs.items()) + "}"
+
+    lines = [
+        "# HELP verifiers_results_total Results by status and verifier",
+        "# TYPE verifiers_results_total counter",
+    ]
+    for a in actors:
+        who = {"actor": a["actor"], "node": a["node"]}
+        for row in a.get("verifiers_results_total", []):
+            pairs = {**who, "status": row["status"], "verifier": row["verifier"]}
+            lines.append(f"verifiers_results_total{labels(pairs)} {row['value']}")
+    lines += [
+        "# HELP verifiers_errors_total Unjudged results by error kind and verifier",
+        "# TYPE verifiers_errors_total counter",
+    ]
+    for a in actors:
+        who = {"actor": a["actor"], "node": a["node"]}
+        for row in a.get("verifiers_errors_total", []):
+            pairs = {**who, "kind": row["kind"], "verifier": row["verifier"]}
+            lines.append(f"verifiers_errors_total{labels(pairs)} {row['value']}")
+    lines += [
+        "# HELP verifiers_item_seconds Per-item verification time",
+        "# TYPE verifiers_item_seconds summary",
+    ]
+    for a in actors:
+        who = {"actor": a["actor"], "node": a["node"]}
+        for row in a.get("verifiers_item_seconds", []):
+            tags = labels({**who, "verifier": row["verifier"]})
+            lines.append(f"verifiers_item_seconds_sum{tags} {row['sum']}")
+            lines.append(f"verifiers_item_seconds_count{tags} {row['count']}")
+    lines += [
+        "# HELP verifiers_items_in_flight Items being scored",
+        "# TYPE verifiers_items_in_flight gauge",
+    ]
+    for a in actors:
+        if "verifiers_items_in_flight" in a:
+            tags = labels({"actor": a["actor"], "node": a["node"]})
+            lines.append(f"verifiers_items_in_flight{tags} {a['verifiers_items_in_flight']}")
+    lines += [
+        "# HELP verifiers_ray_actor_up Whether the driver last saw the actor alive",
+        "# TYPE verifiers_ray_actor_up gauge",
+    ]
+    for a in actors:
+        tags = labels({"actor": a["actor"], "node": a["node"]})
+        lines.append(f"verifiers_ray_actor_up{tags} {1 if a['alive'] else 0}")
+    lines += [
+        "# HELP verifiers_ray_retried_total Extra actor calls after an actor died",
+        "# TYPE verifiers_ray_retried_total counter",
+        f"verifiers_ray_retried_total {stats.retried}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 async def _aiter(items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Item]:

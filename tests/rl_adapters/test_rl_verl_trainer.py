@@ -29,6 +29,7 @@ from omegaconf import OmegaConf
 from verl import DataProto
 from verl.experimental.reward_loop.reward_loop import RewardLoopManager
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+from verl_helpers import OUR_MANAGER, save_tokenizer, verl_batch, verl_config
 
 pytestmark = [pytest.mark.rl, pytest.mark.bwrap, pytest.mark.slow]
 
@@ -55,22 +56,7 @@ ENGINE = {"sandbox": "local", "timeout_s": 60, "concurrency": 4, "cache": False}
 
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2}
-    for ch in sorted(alphabet):
-        vocab.setdefault(ch, len(vocab))
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>"
-    )
-    path = tmp_path_factory.mktemp("tok")
-    fast.save_pretrained(path)
-    return str(path)
+    return save_tokenizer(tmp_path_factory.mktemp("tok"))
 
 
 @pytest.fixture(scope="module")
@@ -84,57 +70,11 @@ def ray_cluster() -> Iterator[None]:
 
 
 def _config(tokenizer_dir: str, manager: dict[str, Any], **reward: Any) -> Any:
-    return OmegaConf.create(
-        {
-            "actor_rollout_ref": {
-                "model": {"path": tokenizer_dir, "tokenizer_path": tokenizer_dir},
-                "rollout": {"n": 4},
-            },
-            "algorithm": {"adv_estimator": "grpo"},
-            "reward": {
-                "num_workers": 1,
-                "reward_manager": manager,
-                "custom_reward_function": {"path": None, "name": "compute_score"},
-                "reward_model": {
-                    "enable": False,
-                    "enable_resource_pool": False,
-                    "model_path": None,
-                    "rollout": {},
-                },
-                "sandbox_fusion": {"url": None},
-                **reward,
-            },
-        }
-    )
+    return verl_config(tokenizer_dir, manager, **reward)
 
 
 def _batch(tokenizer_dir: str) -> DataProto:
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
-    prompt_ids = [tok.encode("Write add(a, b).") for _ in RESPONSES]
-    response_ids = [tok.encode(r) + [tok.eos_token_id] for r in RESPONSES]
-    plen = max(map(len, prompt_ids))
-    rlen = max(map(len, response_ids))
-    prompts = torch.zeros((len(RESPONSES), plen), dtype=torch.long)
-    responses = torch.zeros((len(RESPONSES), rlen), dtype=torch.long)
-    mask = torch.zeros((len(RESPONSES), plen + rlen), dtype=torch.long)
-    for i, (p, r) in enumerate(zip(prompt_ids, response_ids, strict=True)):
-        prompts[i, plen - len(p) :] = torch.tensor(p)  # left-padded prompt
-        responses[i, : len(r)] = torch.tensor(r)  # right-padded response
-        mask[i, plen - len(p) : plen] = 1
-        mask[i, plen : plen + len(r)] = 1
-    return DataProto.from_dict(
-        tensors={"prompts": prompts, "responses": responses, "attention_mask": mask},
-        non_tensors={
-            "data_source": np.array(["code"] * len(RESPONSES), dtype=object),
-            "reward_model": np.array(
-                [{"ground_truth": None, "style": "rule"} for _ in RESPONSES], dtype=object
-            ),
-            "extra_info": np.array([{"task": json.dumps(t)} for t in TASKS], dtype=object),
-            "uid": np.array(UIDS, dtype=object),
-        },
-    )
+    return verl_batch(tokenizer_dir, RESPONSES, TASKS, UIDS)
 
 
 def _cli_rewards(tmp_path: Path) -> list[float | None]:
@@ -164,13 +104,6 @@ def _advantages(output: DataProto, batch: DataProto) -> torch.Tensor:
         index=batch.non_tensor_batch["uid"],
     )
     return adv.sum(-1)
-
-
-OUR_MANAGER = {
-    "source": "importlib",
-    "name": "VerifiersRewardManager",
-    "module": {"path": "pkg://verifiers.rl_adapters.verl_manager", "name": "unused"},
-}
 
 
 def test_our_manager_colocated_batch(ray_cluster: None, tokenizer_dir: str, tmp_path: Path) -> None:
@@ -246,6 +179,14 @@ def test_manager_refuses_settings_it_cannot_honour(tokenizer_dir: str) -> None:
     config.reward.num_workers = 8
     with pytest.raises(ValueError, match="reward.num_workers=1"):
         VerifiersRewardManager(config, tok, None)
+    for ray_kwargs, message in (
+        ({"ray": {"num_actor": 2}}, "ray has unknown keys \\['num_actor'\\]"),
+        ({"ray": "auto"}, "must be true, false or a mapping"),
+        ({"ray": True, "machine_concurrency": 4}, "ray.cluster_concurrency"),
+    ):
+        config = _config(tokenizer_dir, OUR_MANAGER, reward_kwargs=ray_kwargs)
+        with pytest.raises(ValueError, match=message):
+            VerifiersRewardManager(config, tok, None)
 
 
 def _estimator_advantages(name: str, filled: list[float], lengths: list[int]) -> torch.Tensor:

@@ -329,7 +329,8 @@ async def _stream(
     fmt: Format,
     summary: Summary,
     progress: _Progress,
-) -> None:
+) -> dict[str, Any] | None:
+    """Score into ``output``; returns ``--ray``'s placement stats (``None`` without Ray)."""
     writer = open_result_writer(output, fmt=fmt, append=args.resume)
     base_dir = Path.cwd() if is_stdio(args.input) else args.input.resolve().parent
     try:
@@ -350,8 +351,19 @@ async def _stream(
                 writer.write(result)
                 summary.add(result)
                 progress.advance()
+        return dict(engine.stats.as_dict()) if getattr(args, "ray", None) else None
     finally:
         writer.close()
+
+
+def _ray_line(stats: dict[str, Any]) -> str:
+    """Where ``--ray`` scored the items: one line for the human summary."""
+    nodes = ", ".join(f"{node[:12]}: {n:,}" for node, n in sorted(stats["by_node"].items()))
+    return (
+        f"ray: {stats['items']:,} items on {len(stats['by_node'])} node(s) ({nodes}); "
+        f"{stats['retried']:,} retried, {stats['dead_actors']} actor(s) died, "
+        f"{stats['failed']:,} unplaced (error/infra)"
+    )
 
 
 def run_score(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -416,8 +428,9 @@ def _score(
     # With results on stdout, the human summary goes to stderr.
     report_to = stderr if is_stdio(output) else stdout
     started = time.perf_counter()
+    ray_stats: dict[str, Any] | None = None
     try:
-        asyncio.run(_stream(args, settings, records, output, fmt, summary, progress))
+        ray_stats = asyncio.run(_stream(args, settings, records, output, fmt, summary, progress))
     except KeyboardInterrupt:
         progress.close()
         _print_kept(summary.count, resume.results, args, output, stderr, "interrupted")
@@ -441,6 +454,7 @@ def _score(
         input=str(input_path),
         output=str(output),
         resumed={"already_done": resume.results, "truncated_bytes": resume.truncated_bytes},
+        **({} if ray_stats is None else {"ray": ray_stats}),
     )
     bad = doc["error_kinds"].get("bad_input", 0)
     if doc["results"] and bad > BAD_INPUT_SHARE * doc["results"]:
@@ -452,6 +466,8 @@ def _score(
             raise BadInput(f"cannot write {str(args.summary_json)!r}: {exc.strerror}") from None
     if not args.quiet:
         print_summary(doc, report_to)
+        if ray_stats is not None:
+            print(_ray_line(ray_stats), file=report_to)
     if "hint" in doc:
         print(
             f"verifiers: warning: {bad:,} of {doc['results']:,} lines are bad_input: {doc['hint']}",
