@@ -31,7 +31,10 @@ def _enabled(config: pytest.Config) -> set[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     enabled = _enabled(config)
     for item in items:
-        missing = [m for m in OPT_IN if m in item.keywords and m not in enabled]
+        # Markers, not keywords: keywords include the names of the folders above a test (a
+        # checkout under a folder called `ray` would make every test opt-in).
+        marked = {mark.name for mark in item.iter_markers()}
+        missing = [m for m in OPT_IN if m in marked and m not in enabled]
         if missing:
             item.add_marker(pytest.mark.skip(reason=f"opt-in marker(s) {missing}: use --run"))
 
@@ -44,7 +47,7 @@ def _in_ci() -> bool:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     outcome = yield
     report = outcome.get_result()
-    if _in_ci() and report.skipped and "gpu" not in item.keywords:
+    if _in_ci() and report.skipped and item.get_closest_marker("gpu") is None:
         report.outcome = "failed"
         report.longrepr = f"skipped in CI (a skipped test is a failing feature): {report.longrepr}"
 
