@@ -102,7 +102,7 @@ def _recover_id(raw: bytes | bytearray) -> str | None:
             value = _ID_VALUE.match(text, token.end()) if tok == '"id"' else None
             if value is not None:
                 try:
-                    return _text_id(json.loads(value.group(1)))
+                    return text_id(json.loads(value.group(1)))
                 except ValueError:
                     return None
         prev = tok
@@ -143,7 +143,7 @@ def _bad(
     return Result.errored("bad_input", reason, line=line).model_copy(update={"id": ident})
 
 
-def _text_id(value: object) -> str | None:
+def text_id(value: object) -> str | None:
     """``value`` as a result id, or ``None`` when it cannot be one (wrong type, or a lone
     surrogate that no JSON writer could emit)."""
     if not isinstance(value, str | int) or isinstance(value, bool):
@@ -185,13 +185,29 @@ def _parse_slow(
         return _bad(line, f"line is not valid JSON: {detail}", raw)
     if not isinstance(obj, dict):
         return _bad(line, f"line is JSON but not an object (got {type(obj).__name__})", raw)
-    ident = _text_id(obj.get("id"))
+    try:
+        return trajectory_from(obj)
+    except BadInput as exc:
+        return _bad(line, exc.message, ident=text_id(obj.get("id")))
+
+
+def trajectory_from(obj: object) -> Trajectory:
+    """``obj`` (a mapping or a ``Trajectory``) as a validated trajectory.
+
+    The one place a trajectory is validated, for the file reader and for items handed to
+    the engine from Python alike, so the same bad input is worded the same from both.
+
+    Raises:
+        BadInput: ``obj`` is not a valid trajectory; the message names the field.
+    """
+    if isinstance(obj, Trajectory):
+        return obj
     try:
         return Trajectory.model_validate(obj)
     except ValidationError as exc:
-        return _bad(line, validation_reason(exc), ident=ident)
+        raise BadInput(validation_reason(exc)) from None
     except (ValueError, TypeError, RecursionError) as exc:
-        return _bad(line, f"invalid trajectory: {exc}", ident=ident)
+        raise BadInput(f"invalid trajectory: {exc}") from None
 
 
 def parse_line(line: int, raw: bytes | bytearray) -> Trajectory | Result:
@@ -351,12 +367,11 @@ def _iter_parquet(path: Path) -> Iterator[InputRecord]:
                         except ValueError:
                             pass
                 obj[key] = _strip_nones(value) if key in ("task", "artifacts") else value
-            raw_id = obj.get("id")
-            ident = str(raw_id) if isinstance(raw_id, str | int) else None
             try:
-                yield InputRecord(number, Trajectory.model_validate(obj))
-            except ValidationError as exc:
-                yield InputRecord(number, _bad(number, validation_reason(exc), ident=ident))
+                yield InputRecord(number, trajectory_from(obj))
+            except BadInput as exc:
+                ident = text_id(obj.get("id"))
+                yield InputRecord(number, _bad(number, exc.message, ident=ident))
 
 
 def detect_format(path: Path) -> Format:

@@ -318,6 +318,15 @@ class Result(BaseModel):
         )
 
     @classmethod
-    def skip(cls, reason: str) -> Result:
-        """The task does not apply to this output: abstain."""
+    def skipped(cls, reason: str) -> Result:
+        """The task does not apply to this output: abstain (``status="skipped"``).
+
+        Named like the other constructors after the status it makes (``scored``,
+        ``failed``, ``errored``).
+        """
         return cls(reward=None, status="skipped", feedback=reason)
+
+    @classmethod
+    def skip(cls, reason: str) -> Result:
+        """Same as :meth:`skipped` (the earlier name, kept working)."""
+        return cls.skipped(reason)
