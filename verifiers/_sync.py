@@ -1,5 +1,6 @@
-"""``SyncEngine``: the blocking twin of :class:`~verifiers.Engine` (httpx's ``Client`` to its
-``AsyncClient``).
+"""``SyncEngine``: the blocking twin of :class:`~verifiers.Engine`.
+
+It is to ``Engine`` what httpx's ``Client`` is to its ``AsyncClient``.
 
 Trainers call reward functions from plain threads (TRL's main thread, veRL's executor threads,
 OpenRLHF's ``asyncio.to_thread``) and from their own event loops. An :class:`Engine` is bound

@@ -126,6 +126,7 @@ class EngineSettings(BaseModel):
 
         Args:
             labels: How to name an override in errors (``{"timeout_s": "--timeout"}``).
+            **overrides: Field values that win over the environment (``None`` is "not given").
 
         Raises:
             InvalidSettings: one line per invalid setting, naming its source (flag or
@@ -470,8 +471,10 @@ class Engine:
             yield
 
     def _item_timeout(self, prepared: list[_Prepared]) -> float:
-        """Seconds an item may take: the engine's ``timeout_s``, or more where a verifier of
-        the item declares a larger budget (``Verifier.budget_s``) plus ``_BUDGET_MARGIN_S``.
+        """Seconds an item may take.
+
+        The engine's ``timeout_s``, or more where a verifier of the item declares a larger
+        budget (``Verifier.budget_s``) plus ``_BUDGET_MARGIN_S``.
 
         An engine timeout must only ever mean that the verifier or the machine failed: if the
         engine cut an item off before its verifier's own limits (a code test's ``timeout_s``)

@@ -144,8 +144,11 @@ def _bad(
 
 
 def text_id(value: object) -> str | None:
-    """``value`` as a result id, or ``None`` when it cannot be one (wrong type, or a lone
-    surrogate that no JSON writer could emit)."""
+    """``value`` as a result id, or ``None`` when it cannot be one.
+
+    It cannot be one when of the wrong type, or holding a lone surrogate that no JSON writer
+    could emit.
+    """
     if not isinstance(value, str | int) or isinstance(value, bool):
         return None
     text = str(value)
@@ -159,10 +162,10 @@ def text_id(value: object) -> str | None:
 def _parse_slow(
     line: int, raw: bytes | bytearray, json_error: str | None = None
 ) -> Trajectory | Result:
-    """Classify why a line failed the fast path (or validate a dict-shaped line).
+    r"""Classify why a line failed the fast path (or validate a dict-shaped line).
 
     ``json_error`` is the strict parser's complaint, when it had one: text that Python's
-    lenient ``json`` accepts (lone surrogate escapes such as ``"\\ud800"``) is still rejected,
+    lenient ``json`` accepts (lone surrogate escapes such as ``"\ud800"``) is still rejected,
     because no result carrying it could be written back as UTF-8.
     """
     try:
@@ -438,8 +441,11 @@ def read_results(path: Path) -> Iterator[Result]:
 
 @dataclass
 class ResumeState:
-    """What an earlier, interrupted run already wrote: result counts per id (``None`` for
-    results without an id). :meth:`consume` says whether an input line is already done."""
+    """What an earlier, interrupted run already wrote.
+
+    Result counts per id (``None`` for results without an id). :meth:`consume` says whether
+    an input line is already done.
+    """
 
     done: Counter[str | None]
     results: int = 0
@@ -520,8 +526,11 @@ def skip_done(records: Iterable[InputRecord], state: ResumeState) -> Iterator[In
 
 
 def _unwritable(result: Result, exc: Exception) -> Result:
-    """An ``error`` result standing in for one that cannot be serialised (a verifier put a
-    non-JSON object or a lone surrogate into it): the file must still get its line."""
+    """An ``error`` result standing in for one that cannot be serialised.
+
+    A verifier put a non-JSON object or a lone surrogate into it: the file must still get its
+    line.
+    """
     ident = result.id
     if ident is not None:
         ident = ident.encode("utf-8", "replace").decode("utf-8")
@@ -661,6 +670,7 @@ class ParquetResultWriter(ResultWriter):
         self._writer = pq.ParquetWriter(self._handle, self._schema)
 
     def write(self, result: Result) -> None:
+        """Buffer one result; a full row group is written out."""
         row = result.json_safe().model_dump(mode="json")
         for key in _RESULT_JSON_COLUMNS:
             row[key] = None if row[key] is None else json.dumps(row[key])
@@ -670,12 +680,14 @@ class ParquetResultWriter(ResultWriter):
             self.flush()
 
     def flush(self) -> None:
+        """Write the buffered results as one row group."""
         if self._rows:
             table = self._pa.Table.from_pylist(self._rows, schema=self._schema)
             self._writer.write_table(table)
             self._rows = []
 
     def close(self) -> None:
+        """Write what is buffered and close the file."""
         if not self._handle.closed:
             self.flush()
             self._writer.close()

@@ -35,6 +35,7 @@ class Reservoir:
         self._rng = random.Random(0)
 
     def add(self, value: float) -> None:
+        """Offer one value to the sample."""
         self.seen += 1
         if len(self.values) < self.size:
             self.values.append(value)
@@ -63,10 +64,12 @@ class VerifierStats:
 
     @property
     def count(self) -> int:
+        """Results counted."""
         return sum(self.statuses.values())
 
     @property
     def mean_reward(self) -> float | None:
+        """Mean over the results that have a reward (``None`` when none has)."""
         return self.reward_sum / self.rewarded if self.rewarded else None
 
 
@@ -87,9 +90,11 @@ class Summary:
 
     @property
     def count(self) -> int:
+        """Results counted."""
         return sum(self.statuses.values())
 
     def add(self, result: Result) -> None:
+        """Count one result."""
         self.statuses[result.status] += 1
         if result.error is not None:
             self.error_kinds[result.error.kind] += 1
