@@ -22,12 +22,12 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -219,6 +219,7 @@ class Engine:
         )
         self._instances: dict[str, Verifier[Any]] = {}
         self._specs: dict[tuple[str, str], Spec] = {}
+        self._resolved: dict[tuple[str, str], tuple[Verifier[Any], Spec, str, bool]] = {}
         self._inline: dict[str, bool] = {}
         self._budget_warned: set[str] = set()
         self._semaphore: asyncio.Semaphore | None = None
@@ -247,6 +248,7 @@ class Engine:
             except Exception:
                 log.exception("closing verifier %s failed", verifier.name)
         self._instances.clear()
+        self._resolved.clear()
         if self._workers is not None:
             await self._workers.aclose()
             self._workers = None
@@ -348,10 +350,10 @@ class Engine:
     # -- internals ---------------------------------------------------------------------
     #
     # An item's way through the engine: ``_start`` unwraps it (an ``InputRecord`` gives its
-    # line); ``_prepare`` validates the trajectory and resolves each check's verifier and
-    # spec (written once: the inline path, the time budget and the judged path all use its
-    # answer); the inline fast path answers in the streaming loop, or ``_judge`` runs the
-    # item as a task. Every stage runs inside ``_boundary``, the one place an exception
+    # line); ``trajectory_from`` validates the trajectory and ``_resolve`` each check's
+    # verifier and spec (written once: the inline path, the time budget and the judged path
+    # all use its answer); the inline fast path answers in the streaming loop, or ``_judge``
+    # runs the item as a task. Every stage runs inside ``_boundary``, the one place an exception
     # becomes an ``error`` result, and every result leaves through ``_stamp``, the one place
     # ``id``, ``verifier``, ``duration_s``, ``error.line`` and ``error.attempts`` are set.
 
@@ -362,59 +364,81 @@ class Engine:
         if isinstance(item, Result):  # a reader's bad_input line: passes through in place
             return self._stamp(item, _Job(line=line), passthrough=True)
         job = _Job(line=line, started=time.perf_counter())
-        prepared: list[_Prepared] = []
+        prepared: list[_Prepared] | None = None
         trajectory: Trajectory | None = None
         with self._boundary(job):
-            if isinstance(item, Mapping):
-                job.ident = text_id(item.get("id"))
-            trajectory = trajectory_from(item)
-            job.ident = None if trajectory.id is None else str(trajectory.id)
-            prepared = self._prepare(trajectory.task, job)
-            if not trajectory.task.checks and prepared[0].inline:
-                # Fast path: cheap synchronous verdicts are made right here (verify_inline).
-                check = prepared[0]
-                assert check.verifier is not None and check.spec is not None
-                job.result = check.verifier.verify_inline(trajectory, check.spec)
-        if job.result is not None or trajectory is None:
+            if not isinstance(item, Trajectory):
+                if isinstance(item, Mapping):  # its id, should it not validate
+                    job.ident = text_id(item.get("id"))
+                item = trajectory_from(item)
+            trajectory = item
+            job.ident = cast("str | None", trajectory.id)  # Trajectory makes it text
+            task = trajectory.task
+            if task.checks:
+                prepared = self._prepare_checks(task, job)
+            else:
+                assert task.verifier is not None  # Task's own validator: one of the two
+                job.label = task.verifier
+                verifier, spec, job.label, inline = self._resolve(task.verifier, task.spec)
+                if task.reference is None and verifier.reference_required:
+                    raise BadInput(f"verifier {verifier.name!r} needs task.reference")
+                if inline:
+                    # Fast path: cheap synchronous verdicts are made right here.
+                    job.result = verifier.verify_inline(trajectory, spec)
+                if job.result is None:
+                    check = _Prepared(task.verifier, task.spec, task.reference, job)
+                    check.verifier, check.spec = verifier, spec
+                    prepared = [check]
+        if job.result is not None or trajectory is None or prepared is None:
             assert job.result is not None
             return self._stamp(job.result, job)
         return asyncio.ensure_future(self._judge(trajectory, prepared, job))
 
-    def _prepare(self, task: Task, job: _Job) -> list[_Prepared]:
-        """Each check's verifier and validated spec: the one place both are resolved.
+    def _prepare_checks(self, task: Task, job: _Job) -> list[_Prepared]:
+        """Each check of ``task.checks``, resolved under its own boundary.
 
-        A single verifier that does not resolve raises (the item's boundary makes it the
-        item's error). A check of ``task.checks`` that does not resolve gets its error on its
-        own job instead: composition decides, so a failed gate still wins over it.
-
-        Raises:
-            UnknownVerifier: a name no installed verifier has.
-            BadInput: a spec that does not validate, or a missing reference a verifier needs.
+        A check that does not resolve (unknown verifier, bad spec, missing reference) gets
+        its error on its own job, not the item's: composition decides, so a failed gate still
+        wins over it.
         """
-        if not task.checks:
-            assert task.verifier is not None  # Task's own validator guarantees one of them
-            job.label = task.verifier
-            check = _Prepared(task.verifier, task.spec, task.reference, job)
-            self._resolve(check)
-            return [check]
         prepared = []
+        assert task.checks is not None
         for part in task.checks:
             reference = part.reference if part.reference is not None else task.reference
             sub = _Job(line=job.line, label=part.verifier)
             check = _Prepared(part.verifier, part.spec, reference, sub)
             with self._boundary(sub):
-                self._resolve(check)
+                check.verifier, check.spec, sub.label, _ = self._resolve(part.verifier, part.spec)
+                if reference is None and check.verifier.reference_required:
+                    raise BadInput(f"verifier {check.verifier.name!r} needs task.reference")
             prepared.append(check)
         return prepared
 
-    def _resolve(self, check: _Prepared) -> None:
-        verifier = self._verifier(check.name)
-        check.job.label = f"{verifier.name}@{verifier.version}"
-        check.verifier = verifier
-        check.spec = self._spec(verifier, check.raw)
-        if verifier.reference_required and check.reference is None:
-            raise BadInput(f"verifier {verifier.name!r} needs task.reference")
-        check.inline = self._has_inline(verifier)
+    def _resolve(
+        self, name: str, raw: dict[str, Any] | None
+    ) -> tuple[Verifier[Any], Spec, str, bool]:
+        """``(verifier, validated spec, "name@version", inline)`` for a verifier name and spec.
+
+        The one place a verifier and its spec are resolved, for single tasks and checks alike.
+
+        Memoised per (name, spec text): on the inline path this lookup is most of the engine's
+        own cost per item. Not ``sort_keys`` (see :meth:`_spec`).
+
+        Raises:
+            UnknownVerifier: no installed verifier has that name.
+            BadInput: the spec does not validate.
+        """
+        key = (name, "" if not raw else json.dumps(raw, default=str))
+        hit = self._resolved.get(key)
+        if hit is None:
+            verifier = self._verifier(name)
+            spec = self._spec(verifier, raw)
+            label = f"{verifier.name}@{verifier.version}"
+            hit = (verifier, spec, label, self._has_inline(verifier))
+            if len(self._resolved) > 4096:
+                self._resolved.clear()
+            self._resolved[key] = hit
+        return hit
 
     async def _judge(self, trajectory: Trajectory, prepared: list[_Prepared], job: _Job) -> Result:
         if self._semaphore is None:
@@ -440,7 +464,7 @@ class Engine:
         self, trajectory: Trajectory, check: _Prepared, deadline: float
     ) -> Result:
         job = check.job
-        if job.result is None:  # not already an error from _prepare
+        if job.result is None:  # not already an error from _prepare_checks
             with self._boundary(job):
                 if trajectory.task.checks:
                     task = Task(verifier=check.name, spec=check.raw, reference=check.reference)
@@ -449,17 +473,13 @@ class Engine:
         assert job.result is not None
         return self._stamp(job.result, job)
 
-    @contextmanager
-    def _boundary(self, job: _Job) -> Iterator[None]:
+    def _boundary(self, job: _Job) -> _Boundary:
         """The one error boundary: any ``Exception`` raised in the block becomes ``job.result``.
 
         A sync context manager, so the streaming loop's inline stage and the judged task share
         it. ``BaseException`` (task cancellation, ``KeyboardInterrupt``) passes through.
         """
-        try:
-            yield
-        except Exception as exc:
-            job.result = _error_result(exc, job.timeout_s or self.settings.timeout_s)
+        return _Boundary(job, self.settings.timeout_s)
 
     @asynccontextmanager
     async def _machine_slot(self) -> AsyncIterator[None]:
@@ -656,6 +676,33 @@ class Engine:
         return result.model_copy(update=update)
 
 
+class _Boundary:
+    """:meth:`Engine._boundary`, as a class.
+
+    Not ``@contextmanager``: a generator per item costs more than an inline verdict.
+    """
+
+    __slots__ = ("job", "timeout_s")
+
+    def __init__(self, job: _Job, timeout_s: float) -> None:
+        self.job = job
+        self.timeout_s = timeout_s
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False  # no exception, or a BaseException: cancellation passes through
+        self.job.result = _error_result(exc, self.job.timeout_s or self.timeout_s)
+        return True
+
+
 @dataclass(slots=True)
 class _Prepared:
     """One check of an item (the item itself for a single verifier) and what it resolved to."""
@@ -666,7 +713,6 @@ class _Prepared:
     job: _Job
     verifier: Verifier[Any] | None = None
     spec: Spec | None = None
-    inline: bool = False
 
 
 @dataclass(slots=True)
