@@ -3,9 +3,11 @@
 One place turns exceptions into ``status="error"`` results (:meth:`Engine._boundary`).
 Everything else in the library raises; nothing else catches broadly.
 
-Flow per item: resolve the verifier (registry) -> validate ``task.spec`` with its ``Spec``
-(memoised) -> cache lookup -> ``verify`` under the item deadline, with retries for
-``InfraError`` only -> cache store -> stamp ``id``, ``verifier``, ``duration_s``.
+Flow per item: validate the trajectory (``io.trajectory_from``, as the file reader does) ->
+resolve the verifier and validate ``task.spec`` (``Engine._resolve``, memoised) -> cache
+lookup -> ``verify`` under the item deadline, with retries for ``InfraError`` only -> cache
+store -> ``Engine._stamp``, the one place ``id``, ``verifier``, ``duration_s``, ``error.line``
+and ``error.attempts`` are set. docs/design/engine.md draws the whole path.
 
 Throughput notes: verifiers that subclass :class:`InlineVerifier` are cheap and pure; the
 engine calls them directly in the streaming loop (no task per item, no cache lookup, no
