@@ -28,9 +28,29 @@ def _enabled(config: pytest.Config) -> set[str]:
     return {m.strip() for m in str(config.getoption("--run")).split(",") if m.strip()}
 
 
+WARNINGS_NOT_YET_ERRORS = (
+    "domains",
+    "episodes",
+    "ray",
+    "rl_adapters",
+    "sandbox",
+    "test_packaging.py",
+)
+"""Test folders (under tests/) not yet run with ``filterwarnings = error`` (pyproject.toml):
+their warnings show as before. A folder's owner runs it with ``-W error``, fixes or names
+(in pyproject.toml, precisely) what it raises, and removes the folder here."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     enabled = _enabled(config)
+    tests = Path(__file__).resolve().parent
     for item in items:
+        try:
+            area = Path(item.path).resolve().relative_to(tests).parts[0]
+        except ValueError:  # a doctest or a test outside tests/
+            area = ""
+        if area in WARNINGS_NOT_YET_ERRORS:
+            item.add_marker(pytest.mark.filterwarnings("default"))
         # Markers, not keywords: keywords include the names of the folders above a test (a
         # checkout under a folder called `ray` would make every test opt-in).
         marked = {mark.name for mark in item.iter_markers()}

@@ -25,12 +25,16 @@ install_if_source_checkout(Path(__file__).resolve().parent)
 
 # Public names resolve lazily (PEP 562): `import verifiers` must stay cheap for trainers and
 # CLIs that only need one corner of it, and pydantic model construction is most of the cost.
+# _EXPORTS is the one list of public names (name -> module); `__all__` is made from it. The
+# TYPE_CHECKING imports below mirror it for static tools, which cannot run `__getattr__`
+# (tests/core/test_public_api_root.py checks that the two agree).
 _EXPORTS: dict[str, str] = {
     "VerifierContext": "context",
     "Engine": "engine",
     "EngineSettings": "engine",
     "score": "engine",
     "score_async": "engine",
+    "SyncEngine": "_sync",
     "Episode": "episode",
     "EpisodeSettings": "episode",
     "Step": "episode",
@@ -65,34 +69,120 @@ _EXPORTS: dict[str, str] = {
     "Trajectory": "types",
 }
 
-if TYPE_CHECKING:
-    from .context import VerifierContext
-    from .engine import Engine, EngineSettings, score, score_async
-    from .episode import Episode, EpisodeSettings, Step, SyncEpisode, ToolRefused
-    from .errors import (
-        BadInput,
-        InfraError,
-        InvalidOutput,
-        MissingDependency,
-        ResourceExhausted,
-        SandboxUnavailable,
-        UnknownVerifier,
-        VerifierError,
-        VerifierTimeout,
+if TYPE_CHECKING:  # `X as X`: an explicit re-export for mypy --strict
+    from ._sync import (
+        SyncEngine as SyncEngine,
     )
-    from .protocol import InlineVerifier, Spec, Verifier
-    from .registry import get_verifier, installed_verifiers, register
-    from .text import completion_text, last_code_block, prompt_text
+    from .context import (
+        VerifierContext as VerifierContext,
+    )
+    from .engine import (
+        Engine as Engine,
+    )
+    from .engine import (
+        EngineSettings as EngineSettings,
+    )
+    from .engine import (
+        score as score,
+    )
+    from .engine import (
+        score_async as score_async,
+    )
+    from .episode import (
+        Episode as Episode,
+    )
+    from .episode import (
+        EpisodeSettings as EpisodeSettings,
+    )
+    from .episode import (
+        Step as Step,
+    )
+    from .episode import (
+        SyncEpisode as SyncEpisode,
+    )
+    from .episode import (
+        ToolRefused as ToolRefused,
+    )
+    from .errors import (
+        BadInput as BadInput,
+    )
+    from .errors import (
+        InfraError as InfraError,
+    )
+    from .errors import (
+        InvalidOutput as InvalidOutput,
+    )
+    from .errors import (
+        MissingDependency as MissingDependency,
+    )
+    from .errors import (
+        ResourceExhausted as ResourceExhausted,
+    )
+    from .errors import (
+        SandboxUnavailable as SandboxUnavailable,
+    )
+    from .errors import (
+        UnknownVerifier as UnknownVerifier,
+    )
+    from .errors import (
+        VerifierError as VerifierError,
+    )
+    from .errors import (
+        VerifierTimeout as VerifierTimeout,
+    )
+    from .protocol import (
+        InlineVerifier as InlineVerifier,
+    )
+    from .protocol import (
+        Spec as Spec,
+    )
+    from .protocol import (
+        Verifier as Verifier,
+    )
+    from .registry import (
+        get_verifier as get_verifier,
+    )
+    from .registry import (
+        installed_verifiers as installed_verifiers,
+    )
+    from .registry import (
+        register as register,
+    )
+    from .text import (
+        completion_text as completion_text,
+    )
+    from .text import (
+        last_code_block as last_code_block,
+    )
+    from .text import (
+        prompt_text as prompt_text,
+    )
     from .types import (
-        Artifact,
-        Check,
-        ErrorInfo,
-        ErrorKind,
-        Message,
-        Result,
-        Status,
-        Task,
-        Trajectory,
+        Artifact as Artifact,
+    )
+    from .types import (
+        Check as Check,
+    )
+    from .types import (
+        ErrorInfo as ErrorInfo,
+    )
+    from .types import (
+        ErrorKind as ErrorKind,
+    )
+    from .types import (
+        Message as Message,
+    )
+    from .types import (
+        Result as Result,
+    )
+    from .types import (
+        Status as Status,
+    )
+    from .types import (
+        Task as Task,
+    )
+    from .types import (
+        Trajectory as Trajectory,
     )
 
 
@@ -111,43 +201,4 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Artifact",
-    "BadInput",
-    "Check",
-    "Engine",
-    "EngineSettings",
-    "Episode",
-    "EpisodeSettings",
-    "ErrorInfo",
-    "ErrorKind",
-    "InfraError",
-    "InlineVerifier",
-    "InvalidOutput",
-    "Message",
-    "MissingDependency",
-    "ResourceExhausted",
-    "Result",
-    "SandboxUnavailable",
-    "Spec",
-    "Status",
-    "Step",
-    "SyncEpisode",
-    "Task",
-    "ToolRefused",
-    "Trajectory",
-    "UnknownVerifier",
-    "Verifier",
-    "VerifierContext",
-    "VerifierError",
-    "VerifierTimeout",
-    "__version__",
-    "completion_text",
-    "get_verifier",
-    "installed_verifiers",
-    "last_code_block",
-    "prompt_text",
-    "register",
-    "score",
-    "score_async",
-]
+__all__ = sorted([*_EXPORTS, "__version__"])

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -31,6 +30,7 @@ from typing import Any
 
 from .errors import InfraError
 from .protocol import Spec, Verifier
+from .settings import env
 from .types import Result, Trajectory
 
 __all__ = ["ResultCache", "default_cache_path"]
@@ -45,7 +45,7 @@ _HASH_CHUNK = 1024 * 1024
 
 def default_cache_path() -> Path:
     """``$VERIFIERS_CACHE_DIR/results.sqlite``, else ``~/.cache/verifiers/results.sqlite``."""
-    root = os.environ.get("VERIFIERS_CACHE_DIR")
+    root = env("VERIFIERS_CACHE_DIR")
     base = Path(root) if root else Path.home() / ".cache" / "verifiers"
     return base / "results.sqlite"
 

@@ -31,7 +31,13 @@ __all__ = ["check_names", "combine"]
 
 
 def check_names(checks: Sequence[Check]) -> list[str]:
-    """Unique component names: ``check.name`` or the verifier name, suffixed on clashes."""
+    """Unique component names: ``check.name`` or the verifier name, suffixed on clashes.
+
+    Example:
+        >>> from verifiers import Check
+        >>> check_names([Check(verifier="a"), Check(verifier="a"), Check(verifier="b", name="c")])
+        ['a', 'a#2', 'c']
+    """
     names: list[str] = []
     seen: dict[str, int] = {}
     for check in checks:

@@ -33,8 +33,10 @@ __all__ = ["SandboxProvider", "VerifierContext"]
 
 
 class SandboxProvider(Protocol):
-    """What ``verifiers.sandbox`` provides to the engine: the structural side of
-    ``verifiers.sandbox.SandboxProvider`` (the ABC every backend implements).
+    """What ``verifiers.sandbox`` provides to the engine.
+
+    The structural side of ``verifiers.sandbox.SandboxProvider`` (the ABC every backend
+    implements).
 
     ``session`` hands out an isolated sandbox for one job: a fresh work directory in a warm
     container or local runner, released on exit of the ``async with`` block.
@@ -116,8 +118,10 @@ class VerifierContext:
     def sandbox(
         self, image: str = "python", **limits: Unpack[LimitOverrides]
     ) -> AbstractAsyncContextManager[Sandbox]:
-        """An isolated sandbox of runtime ``image`` for one job (``async with
-        ctx.sandbox("python") as sb``): a typed :class:`verifiers.sandbox.Sandbox`.
+        """An isolated sandbox of runtime ``image`` for one job.
+
+        Use it as ``async with ctx.sandbox("python") as sb``: a typed
+        :class:`verifiers.sandbox.Sandbox`.
 
         Raises:
             SandboxUnavailable: the engine was built without a sandbox provider.

@@ -1,5 +1,6 @@
-"""Files shipped in ``datasets/`` (installed as ``verifiers._data``): examples, task suites,
-regression corpora.
+"""Files shipped in ``datasets/``: examples, task suites, regression corpora.
+
+Installed as ``verifiers._data``.
 
 ``datasets/`` is data only and never an importable top-level package: a ``datasets``
 package would shadow Hugging Face ``datasets``, which TRL imports.

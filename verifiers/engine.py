@@ -3,9 +3,11 @@
 One place turns exceptions into ``status="error"`` results (:meth:`Engine._boundary`).
 Everything else in the library raises; nothing else catches broadly.
 
-Flow per item: resolve the verifier (registry) -> validate ``task.spec`` with its ``Spec``
-(memoised) -> cache lookup -> ``verify`` under the item deadline, with retries for
-``InfraError`` only -> cache store -> stamp ``id``, ``verifier``, ``duration_s``.
+Flow per item: validate the trajectory (``io.trajectory_from``, as the file reader does) ->
+resolve the verifier and validate ``task.spec`` (``Engine._resolve``, memoised) -> cache
+lookup -> ``verify`` under the item deadline, with retries for ``InfraError`` only -> cache
+store -> ``Engine._stamp``, the one place ``id``, ``verifier``, ``duration_s``, ``error.line``
+and ``error.attempts`` are set. docs/design/engine.md draws the whole path.
 
 Throughput notes: verifiers that subclass :class:`InlineVerifier` are cheap and pure; the
 engine calls them directly in the streaming loop (no task per item, no cache lookup, no
@@ -23,10 +25,11 @@ import os
 import time
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -42,11 +45,14 @@ from .errors import (
     SandboxUnavailable,
     VerifierError,
 )
+from .io import InputRecord, text_id, trajectory_from
 from .protocol import InlineVerifier, Spec, Verifier, parse_spec
 from .registry import get_verifier
+from .settings import env
 from .types import Result, Task, Trajectory
 
 if TYPE_CHECKING:
+    from ._machine import MachineSlots
     from .cache import ResultCache
     from .episode import Episode
     from .workers import WorkerPool
@@ -55,7 +61,10 @@ __all__ = ["Engine", "EngineSettings", "score", "score_async"]
 
 log = logging.getLogger("verifiers.engine")
 
-Item = Trajectory | Result | Mapping[str, Any]
+Item = Trajectory | Result | Mapping[str, Any] | InputRecord
+"""What the engine scores: a trajectory (or its mapping), a reader's ready-made result, or
+an :class:`~verifiers.io.InputRecord` (its line number then reaches ``ctx.line`` and the
+result's ``error.line``)."""
 
 EPISODE_POOL_SIZE = 64
 """Most episode sandboxes of one runtime open at once per engine (each holds a warm worker for
@@ -119,6 +128,7 @@ class EngineSettings(BaseModel):
 
         Args:
             labels: How to name an override in errors (``{"timeout_s": "--timeout"}``).
+            **overrides: Field values that win over the environment (``None`` is "not given").
 
         Raises:
             InvalidSettings: one line per invalid setting, naming its source (flag or
@@ -127,7 +137,7 @@ class EngineSettings(BaseModel):
         values: dict[str, Any] = {}
         sources: dict[str, str] = {}
         for name in cls.model_fields:
-            raw = os.environ.get(f"VERIFIERS_{name.upper()}")
+            raw = env(f"VERIFIERS_{name.upper()}")
             if raw is not None:
                 values[name] = raw
                 sources[name] = f"VERIFIERS_{name.upper()}"
@@ -186,6 +196,10 @@ class Engine:
         settings: Engine settings (default: from the environment).
         base_dir: Directory relative artifact/document paths resolve against.
         sandboxes: A sandbox provider to use instead of opening ``settings.sandbox``.
+        machine_slots: A machine-wide limit on items being judged, shared by every process
+            of this host that uses the same one (ranks of a trainer: see
+            :class:`~verifiers.MachineSlots`). Each judged item holds one slot while it is
+            verified, on top of this engine's own ``concurrency``; inline verdicts hold none.
     """
 
     def __init__(
@@ -194,8 +208,10 @@ class Engine:
         *,
         base_dir: Path | str | None = None,
         sandboxes: SandboxProvider | None = None,
+        machine_slots: MachineSlots | None = None,
     ) -> None:
         self.settings = settings or EngineSettings.from_env()
+        self._machine_slots = machine_slots
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
         self._sandboxes: SandboxProvider = sandboxes or _LazySandboxes(self.settings.sandbox)
         # Episodes hold their sandbox for a whole rollout: a pool of their own, so held episode
@@ -205,6 +221,7 @@ class Engine:
         )
         self._instances: dict[str, Verifier[Any]] = {}
         self._specs: dict[tuple[str, str], Spec] = {}
+        self._resolved: dict[tuple[str, str], tuple[Verifier[Any], Spec, str, bool]] = {}
         self._inline: dict[str, bool] = {}
         self._budget_warned: set[str] = set()
         self._semaphore: asyncio.Semaphore | None = None
@@ -233,6 +250,7 @@ class Engine:
             except Exception:
                 log.exception("closing verifier %s failed", verifier.name)
         self._instances.clear()
+        self._resolved.clear()
         if self._workers is not None:
             await self._workers.aclose()
             self._workers = None
@@ -332,68 +350,153 @@ class Engine:
         return Episode(self, item, settings_for(item, settings))
 
     # -- internals ---------------------------------------------------------------------
+    #
+    # An item's way through the engine: ``_start`` unwraps it (an ``InputRecord`` gives its
+    # line); ``trajectory_from`` validates the trajectory and ``_resolve`` each check's
+    # verifier and spec (written once: the inline path, the time budget and the judged path
+    # all use its answer); the inline fast path answers in the streaming loop, or ``_judge``
+    # runs the item as a task. Every stage runs inside ``_boundary``, the one place an exception
+    # becomes an ``error`` result, and every result leaves through ``_stamp``, the one place
+    # ``id``, ``verifier``, ``duration_s``, ``error.line`` and ``error.attempts`` are set.
 
     def _start(self, item: Item) -> asyncio.Task[Result] | Result:
-        if isinstance(item, Result):
-            return item
-        started = time.perf_counter()
-        try:
-            trajectory = item if isinstance(item, Trajectory) else Trajectory.model_validate(item)
-        except ValidationError as exc:
-            raw_id = item.get("id") if isinstance(item, Mapping) else None
-            result = Result.errored("bad_input", validation_message(exc))
-            return result.model_copy(update={"id": None if raw_id is None else str(raw_id)})
-        task = trajectory.task
-        if task.verifier is not None:
-            # Fast path: cheap synchronous verdicts are made right here (see verify_inline).
-            verifier: Verifier[Any] | None = None
-            try:
-                verifier = self._verifier(task.verifier)
-                if self._has_inline(verifier):
-                    spec = self._spec(verifier, task.spec)
-                    if verifier.reference_required and task.reference is None:
-                        raise BadInput(f"verifier {verifier.name!r} needs task.reference")
-                    inline = verifier.verify_inline(trajectory, spec)
-                    if inline is not None:
-                        return self._stamp(inline, trajectory, verifier, started)
-            except Exception as exc:
-                return self._stamp(
-                    _error_result(exc, self.settings.timeout_s), trajectory, verifier, started
-                )
-        return asyncio.ensure_future(self._judge(trajectory))
-
-    async def _judge(self, trajectory: Trajectory) -> Result:
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.settings.concurrency)
-        async with self._semaphore:
-            started = time.perf_counter()
-            deadline = time.monotonic() + self._item_timeout(trajectory.task)
+        line: int | None = None
+        if isinstance(item, InputRecord):
+            line, item = item.line, item.item
+        if isinstance(item, Result):  # a reader's bad_input line: passes through in place
+            return self._stamp(item, _Job(line=line), passthrough=True)
+        job = _Job(line=line, started=time.perf_counter())
+        prepared: list[_Prepared] | None = None
+        trajectory: Trajectory | None = None
+        with self._boundary(job):
+            if not isinstance(item, Trajectory):
+                if isinstance(item, Mapping):  # its id, should it not validate
+                    job.ident = text_id(item.get("id"))
+                item = trajectory_from(item)
+            trajectory = item
+            job.ident = cast("str | None", trajectory.id)  # Trajectory makes it text
             task = trajectory.task
             if task.checks:
-                subs = [
-                    trajectory.model_copy(
-                        update={
-                            "task": Task(
-                                verifier=check.verifier,
-                                spec=check.spec,
-                                reference=(
-                                    check.reference
-                                    if check.reference is not None
-                                    else task.reference
-                                ),
-                            )
-                        }
-                    )
-                    for check in task.checks
-                ]
-                parts = await asyncio.gather(*(self._boundary(s, deadline) for s in subs))
-                result = combine(task, parts)
-                return self._stamp(result, trajectory, None, started, name="compose")
-            return await self._boundary(trajectory, deadline)
+                prepared = self._prepare_checks(task, job)
+            else:
+                assert task.verifier is not None  # Task's own validator: one of the two
+                job.label = task.verifier
+                verifier, spec, job.label, inline = self._resolve(task.verifier, task.spec)
+                if task.reference is None and verifier.reference_required:
+                    raise BadInput(f"verifier {verifier.name!r} needs task.reference")
+                if inline:
+                    # Fast path: cheap synchronous verdicts are made right here.
+                    job.result = verifier.verify_inline(trajectory, spec)
+                if job.result is None:
+                    check = _Prepared(task.verifier, task.spec, task.reference, job)
+                    check.verifier, check.spec = verifier, spec
+                    prepared = [check]
+        if job.result is not None or trajectory is None or prepared is None:
+            assert job.result is not None
+            return self._stamp(job.result, job)
+        return asyncio.ensure_future(self._judge(trajectory, prepared, job))
 
-    def _item_timeout(self, task: Task) -> float:
-        """Seconds an item may take: the engine's ``timeout_s``, or more where a verifier of
-        the item declares a larger budget (``Verifier.budget_s``) plus ``_BUDGET_MARGIN_S``.
+    def _prepare_checks(self, task: Task, job: _Job) -> list[_Prepared]:
+        """Each check of ``task.checks``, resolved under its own boundary.
+
+        A check that does not resolve (unknown verifier, bad spec, missing reference) gets
+        its error on its own job, not the item's: composition decides, so a failed gate still
+        wins over it.
+        """
+        prepared = []
+        assert task.checks is not None
+        for part in task.checks:
+            reference = part.reference if part.reference is not None else task.reference
+            sub = _Job(line=job.line, label=part.verifier)
+            check = _Prepared(part.verifier, part.spec, reference, sub)
+            with self._boundary(sub):
+                check.verifier, check.spec, sub.label, _ = self._resolve(part.verifier, part.spec)
+                if reference is None and check.verifier.reference_required:
+                    raise BadInput(f"verifier {check.verifier.name!r} needs task.reference")
+            prepared.append(check)
+        return prepared
+
+    def _resolve(
+        self, name: str, raw: dict[str, Any] | None
+    ) -> tuple[Verifier[Any], Spec, str, bool]:
+        """``(verifier, validated spec, "name@version", inline)`` for a verifier name and spec.
+
+        The one place a verifier and its spec are resolved, for single tasks and checks alike.
+
+        Memoised per (name, spec text): on the inline path this lookup is most of the engine's
+        own cost per item. Not ``sort_keys`` (see :meth:`_spec`).
+
+        Raises:
+            UnknownVerifier: no installed verifier has that name.
+            BadInput: the spec does not validate.
+        """
+        key = (name, "" if not raw else json.dumps(raw, default=str))
+        hit = self._resolved.get(key)
+        if hit is None:
+            verifier = self._verifier(name)
+            spec = self._spec(verifier, raw)
+            label = f"{verifier.name}@{verifier.version}"
+            hit = (verifier, spec, label, self._has_inline(verifier))
+            if len(self._resolved) > 4096:
+                self._resolved.clear()
+            self._resolved[key] = hit
+        return hit
+
+    async def _judge(self, trajectory: Trajectory, prepared: list[_Prepared], job: _Job) -> Result:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.settings.concurrency)
+        async with self._semaphore, self._machine_slot():
+            job.started = time.perf_counter()
+            job.timeout_s = self._item_timeout(prepared)
+            deadline = time.monotonic() + job.timeout_s
+            task = trajectory.task
+            if not task.checks:
+                return await self._judge_check(trajectory, prepared[0], deadline)
+            # Each check under its own boundary, so one check's error is its own part and
+            # composition decides (a failed gate still wins over another check's error).
+            for check in prepared:
+                check.job.started, check.job.timeout_s = job.started, job.timeout_s
+            parts = await asyncio.gather(
+                *(self._judge_check(trajectory, check, deadline) for check in prepared)
+            )
+            job.label = "compose"
+            return self._stamp(combine(task, parts), job)
+
+    async def _judge_check(
+        self, trajectory: Trajectory, check: _Prepared, deadline: float
+    ) -> Result:
+        job = check.job
+        if job.result is None:  # not already an error from _prepare_checks
+            with self._boundary(job):
+                if trajectory.task.checks:
+                    task = Task(verifier=check.name, spec=check.raw, reference=check.reference)
+                    trajectory = trajectory.model_copy(update={"task": task})
+                job.result = await self._verify(trajectory, check, job, deadline)
+        assert job.result is not None
+        return self._stamp(job.result, job)
+
+    def _boundary(self, job: _Job) -> _Boundary:
+        """The one error boundary: any ``Exception`` raised in the block becomes ``job.result``.
+
+        A sync context manager, so the streaming loop's inline stage and the judged task share
+        it. ``BaseException`` (task cancellation, ``KeyboardInterrupt``) passes through.
+        """
+        return _Boundary(job, self.settings.timeout_s)
+
+    @asynccontextmanager
+    async def _machine_slot(self) -> AsyncIterator[None]:
+        """One of the machine-wide slots (``machine_slots``) while an item is judged."""
+        if self._machine_slots is None:
+            yield
+            return
+        async with self._machine_slots.slot():
+            yield
+
+    def _item_timeout(self, prepared: list[_Prepared]) -> float:
+        """Seconds an item may take.
+
+        The engine's ``timeout_s``, or more where a verifier of the item declares a larger
+        budget (``Verifier.budget_s``) plus ``_BUDGET_MARGIN_S``.
 
         An engine timeout must only ever mean that the verifier or the machine failed: if the
         engine cut an item off before its verifier's own limits (a code test's ``timeout_s``)
@@ -402,14 +505,11 @@ class Engine:
         per verifier whose budget exceeds ``timeout_s`` (the CLI's ``--timeout``).
         """
         needed = self.settings.timeout_s
-        parts = task.checks if task.checks else [task]
-        for part in parts:
-            try:
-                assert part.verifier is not None
-                verifier = self._verifier(part.verifier)
-                budget = verifier.budget_s(self._spec(verifier, part.spec))
-            except Exception:  # an unknown verifier or bad spec errors later, at the boundary
+        for check in prepared:
+            verifier = check.verifier
+            if verifier is None or check.spec is None:  # did not resolve: errors, no budget
                 continue
+            budget = verifier.budget_s(check.spec)
             if budget is None or budget + _BUDGET_MARGIN_S <= self.settings.timeout_s:
                 continue
             needed = max(needed, budget + _BUDGET_MARGIN_S)
@@ -426,24 +526,12 @@ class Engine:
                 )
         return needed
 
-    async def _boundary(self, trajectory: Trajectory, deadline: float) -> Result:
-        """The one error boundary: any exception becomes an ``error`` result."""
-        started = time.perf_counter()
-        verifier: Verifier[Any] | None = None
-        try:
-            assert trajectory.task.verifier is not None
-            verifier = self._verifier(trajectory.task.verifier)
-            spec = self._spec(verifier, trajectory.task.spec)
-            if verifier.reference_required and trajectory.task.reference is None:
-                raise BadInput(f"verifier {verifier.name!r} needs task.reference")
-            result = await self._cached_verify(verifier, trajectory, spec, deadline)
-        except Exception as exc:
-            result = _error_result(exc, self.settings.timeout_s)
-        return self._stamp(result, trajectory, verifier, started)
-
-    async def _cached_verify(
-        self, verifier: Verifier[Any], trajectory: Trajectory, spec: Spec, deadline: float
+    async def _verify(
+        self, trajectory: Trajectory, check: _Prepared, job: _Job, deadline: float
     ) -> Result:
+        """Cache lookup, then ``verify`` under the deadline with retries, then cache store."""
+        verifier, spec = check.verifier, check.spec
+        assert verifier is not None and spec is not None
         cache = self._open_cache() if verifier.cacheable else None
         key = None
         if cache is not None:
@@ -451,24 +539,35 @@ class Engine:
             hit = cache.get(key)
             if hit is not None:
                 return hit
-        result = await self._verify_with_retries(verifier, trajectory, spec, deadline)
+        result = await self._verify_with_retries(verifier, trajectory, spec, job, deadline)
         if cache is not None and key is not None and result.status != "error":
             cache.put(key, result)
         return result
 
     async def _verify_with_retries(
-        self, verifier: Verifier[Any], trajectory: Trajectory, spec: Spec, deadline: float
+        self,
+        verifier: Verifier[Any],
+        trajectory: Trajectory,
+        spec: Spec,
+        job: _Job,
+        deadline: float,
     ) -> Result:
-        attempt = 0
+        """``verify`` under the deadline; an ``InfraError`` a retry can fix is retried.
+
+        Not a boundary: a retry is decided here, then the last error is re-raised (with the
+        attempt count on ``job``) for :meth:`_boundary` to turn into a result.
+        """
         backoff = self.settings.retry_backoff_s
+        job.attempts = 0
         while True:
-            attempt += 1
+            job.attempts += 1
             ctx = VerifierContext(
                 deadline=deadline,
                 base_dir=self.base_dir,
                 workers=self._worker_pool(),
                 sandboxes=self._sandboxes,
                 logger=log,
+                line=job.line,
             )
             try:
                 remaining = deadline - time.monotonic()
@@ -481,23 +580,20 @@ class Engine:
                     raise VerifierError(
                         f"verifier {verifier.name!r} returned {type(result).__name__}, not Result"
                     )
-                return ctx.account(result)  # details["resources"] of its sandbox jobs
+                job.resources = ctx.resources()  # details["resources"] of its sandbox jobs
+                return result
             except InfraError as exc:
                 if (
                     not exc.retryable
-                    or attempt > self.settings.retries
+                    or job.attempts > self.settings.retries
                     or time.monotonic() + backoff >= deadline
                 ):
-                    result = _error_result(exc, self.settings.timeout_s)
-                    assert result.error is not None
-                    return result.model_copy(
-                        update={"error": result.error.model_copy(update={"attempts": attempt})}
-                    )
-                log.warning("infra error in %s (attempt %d): %s", verifier.name, attempt, exc)
-                await asyncio.sleep(backoff)
-                backoff *= 2
+                    raise
+                log.warning("infra error in %s (attempt %d): %s", verifier.name, job.attempts, exc)
             finally:
                 ctx.cleanup()
+            await asyncio.sleep(backoff)
+            backoff *= 2
 
     def _has_inline(self, verifier: Verifier[Any]) -> bool:
         overridden = self._inline.get(verifier.name)
@@ -553,24 +649,86 @@ class Engine:
         return self._cache
 
     @staticmethod
-    def _stamp(
-        result: Result,
-        trajectory: Trajectory,
-        verifier: Verifier[Any] | None,
-        started: float,
-        *,
-        name: str | None = None,
-    ) -> Result:
-        label = name or (f"{verifier.name}@{verifier.version}" if verifier is not None else "")
-        return result.model_copy(
-            update={
-                "id": trajectory.id,
-                "verifier": label or trajectory.task.verifier or "",
-                "duration_s": time.perf_counter() - started
-                if not result.cached
-                else result.duration_s,
-            }
-        )
+    def _stamp(result: Result, job: _Job, *, passthrough: bool = False) -> Result:
+        """The one place a result gets what the engine knows about its item.
+
+        ``id``, ``verifier`` (``name@version``, ``compose``, or the name as given when it
+        never resolved), ``duration_s`` (kept for a cache hit), ``error.line`` (from the
+        input record) and ``error.attempts``, and ``details["resources"]`` of the item's
+        sandbox jobs. A ready-made result (``passthrough``) only gets its line.
+        """
+        update: dict[str, Any] = {}
+        error = result.error
+        if error is not None:
+            error_update: dict[str, Any] = {}
+            if error.line is None and job.line is not None:
+                error_update["line"] = job.line
+            if job.attempts > 1:
+                error_update["attempts"] = job.attempts
+            if error_update:
+                update["error"] = error.model_copy(update=error_update)
+        if passthrough:
+            return result.model_copy(update=update) if update else result
+        update["id"] = job.ident
+        update["verifier"] = job.label
+        if not result.cached:
+            update["duration_s"] = time.perf_counter() - job.started
+        if job.resources is not None:
+            update["details"] = {**result.details, "resources": job.resources}
+        return result.model_copy(update=update)
+
+
+class _Boundary:
+    """:meth:`Engine._boundary`, as a class.
+
+    Not ``@contextmanager``: a generator per item costs more than an inline verdict.
+    """
+
+    __slots__ = ("job", "timeout_s")
+
+    def __init__(self, job: _Job, timeout_s: float) -> None:
+        self.job = job
+        self.timeout_s = timeout_s
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False  # no exception, or a BaseException: cancellation passes through
+        self.job.result = _error_result(exc, self.job.timeout_s or self.timeout_s)
+        return True
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """One check of an item (the item itself for a single verifier) and what it resolved to."""
+
+    name: str
+    raw: dict[str, Any] | None
+    reference: Any
+    job: _Job
+    verifier: Verifier[Any] | None = None
+    spec: Spec | None = None
+
+
+@dataclass(slots=True)
+class _Job:
+    """What the engine learns about one item (or one check of it) on its way through."""
+
+    line: int | None = None
+    started: float = 0.0
+    ident: str | None = None
+    label: str = ""
+    timeout_s: float | None = None
+    attempts: int = 1
+    resources: dict[str, Any] | None = None
+    result: Result | None = None
 
 
 def validation_message(exc: ValidationError, limit: int = 3) -> str:

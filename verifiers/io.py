@@ -102,7 +102,7 @@ def _recover_id(raw: bytes | bytearray) -> str | None:
             value = _ID_VALUE.match(text, token.end()) if tok == '"id"' else None
             if value is not None:
                 try:
-                    return _text_id(json.loads(value.group(1)))
+                    return text_id(json.loads(value.group(1)))
                 except ValueError:
                     return None
         prev = tok
@@ -143,9 +143,12 @@ def _bad(
     return Result.errored("bad_input", reason, line=line).model_copy(update={"id": ident})
 
 
-def _text_id(value: object) -> str | None:
-    """``value`` as a result id, or ``None`` when it cannot be one (wrong type, or a lone
-    surrogate that no JSON writer could emit)."""
+def text_id(value: object) -> str | None:
+    """``value`` as a result id, or ``None`` when it cannot be one.
+
+    It cannot be one when of the wrong type, or holding a lone surrogate that no JSON writer
+    could emit.
+    """
     if not isinstance(value, str | int) or isinstance(value, bool):
         return None
     text = str(value)
@@ -159,10 +162,10 @@ def _text_id(value: object) -> str | None:
 def _parse_slow(
     line: int, raw: bytes | bytearray, json_error: str | None = None
 ) -> Trajectory | Result:
-    """Classify why a line failed the fast path (or validate a dict-shaped line).
+    r"""Classify why a line failed the fast path (or validate a dict-shaped line).
 
     ``json_error`` is the strict parser's complaint, when it had one: text that Python's
-    lenient ``json`` accepts (lone surrogate escapes such as ``"\\ud800"``) is still rejected,
+    lenient ``json`` accepts (lone surrogate escapes such as ``"\ud800"``) is still rejected,
     because no result carrying it could be written back as UTF-8.
     """
     try:
@@ -185,13 +188,29 @@ def _parse_slow(
         return _bad(line, f"line is not valid JSON: {detail}", raw)
     if not isinstance(obj, dict):
         return _bad(line, f"line is JSON but not an object (got {type(obj).__name__})", raw)
-    ident = _text_id(obj.get("id"))
+    try:
+        return trajectory_from(obj)
+    except BadInput as exc:
+        return _bad(line, exc.message, ident=text_id(obj.get("id")))
+
+
+def trajectory_from(obj: object) -> Trajectory:
+    """``obj`` (a mapping or a ``Trajectory``) as a validated trajectory.
+
+    The one place a trajectory is validated, for the file reader and for items handed to
+    the engine from Python alike, so the same bad input is worded the same from both.
+
+    Raises:
+        BadInput: ``obj`` is not a valid trajectory; the message names the field.
+    """
+    if isinstance(obj, Trajectory):
+        return obj
     try:
         return Trajectory.model_validate(obj)
     except ValidationError as exc:
-        return _bad(line, validation_reason(exc), ident=ident)
+        raise BadInput(validation_reason(exc)) from None
     except (ValueError, TypeError, RecursionError) as exc:
-        return _bad(line, f"invalid trajectory: {exc}", ident=ident)
+        raise BadInput(f"invalid trajectory: {exc}") from None
 
 
 def parse_line(line: int, raw: bytes | bytearray) -> Trajectory | Result:
@@ -351,12 +370,11 @@ def _iter_parquet(path: Path) -> Iterator[InputRecord]:
                         except ValueError:
                             pass
                 obj[key] = _strip_nones(value) if key in ("task", "artifacts") else value
-            raw_id = obj.get("id")
-            ident = str(raw_id) if isinstance(raw_id, str | int) else None
             try:
-                yield InputRecord(number, Trajectory.model_validate(obj))
-            except ValidationError as exc:
-                yield InputRecord(number, _bad(number, validation_reason(exc), ident=ident))
+                yield InputRecord(number, trajectory_from(obj))
+            except BadInput as exc:
+                ident = text_id(obj.get("id"))
+                yield InputRecord(number, _bad(number, exc.message, ident=ident))
 
 
 def detect_format(path: Path) -> Format:
@@ -423,8 +441,11 @@ def read_results(path: Path) -> Iterator[Result]:
 
 @dataclass
 class ResumeState:
-    """What an earlier, interrupted run already wrote: result counts per id (``None`` for
-    results without an id). :meth:`consume` says whether an input line is already done."""
+    """What an earlier, interrupted run already wrote.
+
+    Result counts per id (``None`` for results without an id). :meth:`consume` says whether
+    an input line is already done.
+    """
 
     done: Counter[str | None]
     results: int = 0
@@ -505,8 +526,11 @@ def skip_done(records: Iterable[InputRecord], state: ResumeState) -> Iterator[In
 
 
 def _unwritable(result: Result, exc: Exception) -> Result:
-    """An ``error`` result standing in for one that cannot be serialised (a verifier put a
-    non-JSON object or a lone surrogate into it): the file must still get its line."""
+    """An ``error`` result standing in for one that cannot be serialised.
+
+    A verifier put a non-JSON object or a lone surrogate into it: the file must still get its
+    line.
+    """
     ident = result.id
     if ident is not None:
         ident = ident.encode("utf-8", "replace").decode("utf-8")
@@ -646,6 +670,7 @@ class ParquetResultWriter(ResultWriter):
         self._writer = pq.ParquetWriter(self._handle, self._schema)
 
     def write(self, result: Result) -> None:
+        """Buffer one result; a full row group is written out."""
         row = result.json_safe().model_dump(mode="json")
         for key in _RESULT_JSON_COLUMNS:
             row[key] = None if row[key] is None else json.dumps(row[key])
@@ -655,12 +680,14 @@ class ParquetResultWriter(ResultWriter):
             self.flush()
 
     def flush(self) -> None:
+        """Write the buffered results as one row group."""
         if self._rows:
             table = self._pa.Table.from_pylist(self._rows, schema=self._schema)
             self._writer.write_table(table)
             self._rows = []
 
     def close(self) -> None:
+        """Write what is buffered and close the file."""
         if not self._handle.closed:
             self.flush()
             self._writer.close()

@@ -135,9 +135,11 @@ class InlineVerifier(Verifier[SpecT]):
         """Judge synchronously; same contract as :meth:`Verifier.verify`."""
 
     def verify_inline(self, trajectory: Trajectory, spec: SpecT) -> Result | None:
+        """:meth:`check`, in the engine's streaming loop."""
         return self.check(trajectory, spec)
 
     async def verify(self, trajectory: Trajectory, spec: SpecT, ctx: VerifierContext) -> Result:
+        """:meth:`check`, for callers that go through the async protocol."""
         return self.check(trajectory, spec)
 
 

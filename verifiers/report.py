@@ -38,9 +38,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .cli._summary import Reservoir
 from .errors import BadInput
 from .io import read_results
+from .summary import Reservoir
 from .types import Result
 
 __all__ = ["build_report", "write_report"]

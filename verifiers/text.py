@@ -1,5 +1,8 @@
-"""Getting at the text a verifier judges: the completion, the last fenced code block, and
-the text as a reader sees it (:func:`visible_text`)."""
+"""Getting at the text a verifier judges.
+
+The completion, the last fenced code block, and the text as a reader sees it
+(:func:`visible_text`).
+"""
 
 from __future__ import annotations
 
@@ -61,8 +64,9 @@ _TAG = re.compile(r"[ \t]*([^\s`]*)")
 
 
 def _fenced_blocks(text: str) -> list[tuple[str, str]]:
-    """``(tag, body)`` of every fenced block, as ``_FENCE.finditer`` reads them, in
-    O(n log n): the regex rescans the rest of the text from every unclosed opening fence
+    r"""``(tag, body)`` of every fenced block, as ``_FENCE.finditer`` reads them.
+
+    In O(n log n): the regex rescans the rest of the text from every unclosed opening fence
     (``"```a\n" * n`` is quadratic), this looks each closing line up in an index.
 
     An opening line ``<indent><fence><info>`` (fence: 3+ backticks or tildes) closes at the
@@ -110,10 +114,17 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
 
 
 def last_code_block(text: str, language: str | None = None) -> str | None:
-    """The body of the last fenced block (``` or ~~~), preferring blocks tagged ``language``.
+    r"""The body of the last fenced block (``` or ~~~), preferring blocks tagged ``language``.
 
     Untagged blocks count as a match for any language. Returns None when there is no
     fenced block at all (callers then usually fall back to the whole text).
+
+    Example:
+        >>> text = "```python\nprint(1)\n```\nand\n```bash\nls\n```"
+        >>> last_code_block(text, "python")
+        'print(1)\n'
+        >>> last_code_block("no code here") is None
+        True
     """
     blocks = _fenced_blocks(text)
     if not blocks:

@@ -47,14 +47,14 @@ _JSON_SCALARS = (bool, int, float, type(None))
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` made writable as UTF-8 JSON: the one function every result boundary uses.
+    r"""``value`` made writable as UTF-8 JSON: the one function every result boundary uses.
 
     Verifiers copy text from model output into ``feedback`` and ``details``; model output may
     hold what JSON cannot carry as UTF-8 (a lone surrogate from ``json.loads`` of the model's
-    ``"\\ud800"``) or a verifier may leave a non-JSON object behind. Either would make the
+    ``"\ud800"``) or a verifier may leave a non-JSON object behind. Either would make the
     whole output line (or a whole HTTP batch) fail to serialise, so the writers (CLI file,
     cache, reward server) pass results through here: unpaired surrogates become their
-    ``\\uXXXX`` escape as text, dict keys become strings, tuples and sets lists, and any
+    ``\uXXXX`` escape as text, dict keys become strings, tuples and sets lists, and any
     other object its ``str``. Returns ``value`` itself (no copy) when nothing needed fixing,
     so the common case costs one walk and no allocation. Linear in the size of ``value``.
     """
@@ -238,8 +238,10 @@ class Result(BaseModel):
         return self
 
     def json_safe(self) -> Result:
-        """This result with every string and detail writable as UTF-8 JSON (see
-        :func:`json_safe`); ``self`` when nothing needed fixing."""
+        """This result with every string and detail writable as UTF-8 JSON.
+
+        See :func:`json_safe`; ``self`` when nothing needed fixing.
+        """
         update: dict[str, Any] = {}
         for field in ("id", "feedback", "verifier"):
             value = getattr(self, field)
@@ -271,7 +273,12 @@ class Result(BaseModel):
         details: dict[str, Any] | None = None,
         max_reward: float = 1.0,
     ) -> Result:
-        """A verdict: ``pass`` when ``reward >= max_reward``, else ``fail``."""
+        """A verdict: ``pass`` when ``reward >= max_reward``, else ``fail``.
+
+        Example:
+            >>> Result.scored(0.5).status, Result.scored(1.0).status
+            ('fail', 'pass')
+        """
         status: Status = "pass" if reward >= max_reward - 1e-12 else "fail"
         return cls(
             reward=float(reward),
@@ -318,6 +325,15 @@ class Result(BaseModel):
         )
 
     @classmethod
-    def skip(cls, reason: str) -> Result:
-        """The task does not apply to this output: abstain."""
+    def skipped(cls, reason: str) -> Result:
+        """The task does not apply to this output: abstain (``status="skipped"``).
+
+        Named like the other constructors after the status it makes (``scored``,
+        ``failed``, ``errored``).
+        """
         return cls(reward=None, status="skipped", feedback=reason)
+
+    @classmethod
+    def skip(cls, reason: str) -> Result:
+        """Same as :meth:`skipped` (the earlier name, kept working)."""
+        return cls.skipped(reason)

@@ -1,19 +1,24 @@
 """The ``score`` summary says why lines errored: first errors with line numbers, and the likely
-cause when most lines are ``bad_input`` (a JSON array, pretty-printed JSON, UTF-16)."""
+cause when most lines are ``bad_input`` (a JSON array, pretty-printed JSON, UTF-16).
+
+The CLI runs in this process (``verifiers.cli.main``, the console script's own function):
+an interpreter start per case cost more than the cases; the console script itself is run as a
+subprocess by test_cli_score.py.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from verifiers.cli import main
 from verifiers.cli._hints import diagnose_input
-
-SCRIPT = Path(sys.executable).parent / "verifiers"
 
 ROWS = [
     {"id": f"r{i}", "completion": str(i), "task": {"verifier": "answer.exact", "reference": "2"}}
@@ -21,15 +26,17 @@ ROWS = [
 ]
 
 
-def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SCRIPT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "VERIFIERS_CACHE_DIR": str(cwd)},
-        timeout=120,
-    )
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> Any:
+    def run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+        monkeypatch.chdir(cwd)
+        monkeypatch.setenv("VERIFIERS_CACHE_DIR", str(cwd))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in args])
+        return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+    return run
 
 
 def jsonl() -> str:
@@ -51,7 +58,7 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
-def test_mostly_bad_input_names_the_cause_and_the_fix(tmp_path: Path, case: str) -> None:
+def test_mostly_bad_input_names_the_cause_and_the_fix(tmp_path: Path, case: str, cli: Any) -> None:
     data, cause, fix = BROKEN[case]
     src = tmp_path / "in.jsonl"
     src.write_bytes(data)
@@ -69,7 +76,7 @@ def test_mostly_bad_input_names_the_cause_and_the_fix(tmp_path: Path, case: str)
     [jsonl().replace("\n", "\r\n").encode(), b"\xef\xbb\xbf" + jsonl().encode(), jsonl().encode()],
     ids=["crlf", "utf8-bom", "plain"],
 )
-def test_good_files_get_no_warning(tmp_path: Path, data: bytes) -> None:
+def test_good_files_get_no_warning(tmp_path: Path, data: bytes, cli: Any) -> None:
     src = tmp_path / "in.jsonl"
     src.write_bytes(data)
     proc = cli("score", src, "-o", tmp_path / "out.jsonl", cwd=tmp_path)
@@ -77,7 +84,7 @@ def test_good_files_get_no_warning(tmp_path: Path, data: bytes) -> None:
     assert "pass" in proc.stdout and "first errors" not in proc.stdout
 
 
-def test_first_errors_are_listed_with_line_numbers(tmp_path: Path) -> None:
+def test_first_errors_are_listed_with_line_numbers(tmp_path: Path, cli: Any) -> None:
     lines = [
         json.dumps(ROWS[0]),
         "{broken",

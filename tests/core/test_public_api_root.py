@@ -14,7 +14,7 @@ PUBLIC = {
     "SandboxUnavailable", "Spec", "Status", "Task", "Trajectory", "UnknownVerifier", "Verifier",
     "VerifierContext", "VerifierError", "VerifierTimeout", "__version__", "completion_text",
     "get_verifier", "installed_verifiers", "last_code_block", "prompt_text", "register", "score",
-    "score_async",
+    "score_async", "SyncEngine",
 }  # fmt: skip
 
 
@@ -22,6 +22,25 @@ def test_all_is_pinned_and_every_name_resolves() -> None:
     assert set(verifiers.__all__) == PUBLIC
     for name in verifiers.__all__:
         assert getattr(verifiers, name) is not None
+
+
+def test_the_static_imports_mirror_the_one_export_list() -> None:
+    """``_EXPORTS`` is the one list; the TYPE_CHECKING block mirrors it for mypy (which cannot
+    run ``__getattr__``), each name as an explicit ``X as X`` re-export from its module."""
+    import ast
+    from pathlib import Path
+
+    source = Path(verifiers.__file__).read_text(encoding="utf-8")
+    static: dict[str, str] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom) and stmt.module is not None
+                for alias in stmt.names:
+                    assert alias.asname == alias.name, alias.name
+                    static[alias.name] = stmt.module
+    assert static == verifiers._EXPORTS
+    assert sorted(verifiers.__all__) == sorted([*static, "__version__"])
 
 
 def test_import_verifiers_loads_no_heavy_dependency() -> None:

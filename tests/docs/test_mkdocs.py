@@ -31,6 +31,6 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     api = (site / "api" / "index.html").read_text()
-    for name in ("RunAborted", "EngineSettings", "fail_fast_after", "build_report"):
+    for name in ("RunAborted", "EngineSettings", "fail_fast_after", "build_report", "SyncEngine"):
         assert name in api  # generated from the docstrings
     assert (site / "cli" / "index.html").is_file() and (site / "plugins" / "index.html").is_file()

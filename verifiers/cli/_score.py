@@ -7,11 +7,10 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import shlex
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,9 +27,10 @@ from ..io import (
     open_result_writer,
     prepare_resume,
 )
+from ..settings import env
+from ..summary import Summary
 from ..types import Result, Trajectory
 from ._hints import BAD_INPUT_SHARE, diagnose_input
-from ._summary import Summary
 
 __all__ = ["FAIL_FAST_AFTER", "add_parser", "default_output", "run_score"]
 
@@ -235,12 +235,12 @@ def _resume_records(
 
 def _settings(args: argparse.Namespace) -> EngineSettings:
     # Cache on by default for the CLI; VERIFIERS_CACHE (0/1/path) can change the default.
-    env_cache = "VERIFIERS_CACHE" in os.environ
+    env_cache = env("VERIFIERS_CACHE") is not None
     cache: bool | Path | None = (
         False if args.no_cache else (args.cache_path or (None if env_cache else True))
     )
     fail_fast = args.fail_fast_after
-    if fail_fast is None and "VERIFIERS_FAIL_FAST_AFTER" not in os.environ:
+    if fail_fast is None and env("VERIFIERS_FAIL_FAST_AFTER") is None:
         fail_fast = FAIL_FAST_AFTER
     return EngineSettings.from_env(
         labels=_FLAGS,
@@ -314,13 +314,6 @@ class _Progress:
             self._bar = None
 
 
-def _items(records: Iterator[InputRecord], lines: deque[int]) -> Iterator[Trajectory | Result]:
-    """The engine's input; remembers line numbers so error results can carry theirs."""
-    for record in records:
-        lines.append(record.line)
-        yield record.item
-
-
 async def _stream(
     args: argparse.Namespace,
     settings: EngineSettings,
@@ -342,12 +335,12 @@ async def _stream(
         else:
             engine = Engine(settings, base_dir=base_dir)
         async with engine:
-            lines: deque[int] = deque()
-            async for result in engine.stream(_items(records, lines)):
-                line = lines.popleft()
-                if result.error is not None and result.error.line is None:
-                    error = result.error.model_copy(update={"line": line})
-                    result = result.model_copy(update={"error": error})
+            results = (
+                _ray_lines(engine, records)
+                if getattr(args, "ray", None)
+                else engine.stream(records)
+            )
+            async for result in results:
                 writer.write(result)
                 summary.add(result)
                 progress.advance()
@@ -364,6 +357,29 @@ def _ray_line(stats: dict[str, Any]) -> str:
         f"{stats['retried']:,} retried, {stats['dead_actors']} actor(s) died, "
         f"{stats['failed']:,} unplaced (error/infra)"
     )
+
+
+async def _ray_lines(engine: Any, records: Iterator[InputRecord]) -> AsyncIterator[Result]:
+    """``RayScorer.stream`` over plain items, each error result given its line number.
+
+    :class:`~verifiers.Engine` takes the records themselves and stamps lines in its one
+    place; the Ray scorer does not take records yet (it ships items to remote engines), so
+    its results are matched to their lines here, in input order.
+    """
+    lines: deque[int] = deque()
+
+    def items() -> Iterator[Trajectory | Result]:
+        for record in records:
+            lines.append(record.line)
+            yield record.item
+
+    async for result in engine.stream(items()):
+        line = lines.popleft()
+        if result.error is not None and result.error.line is None:
+            result = result.model_copy(
+                update={"error": result.error.model_copy(update={"line": line})}
+            )
+        yield result
 
 
 def run_score(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

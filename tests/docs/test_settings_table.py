@@ -1,0 +1,67 @@
+"""docs/settings.md is the one table of ``VERIFIERS_*`` variables, made from one registry.
+
+Fails when the table is stale, when an engine setting has no variable, or when a
+``VERIFIERS_*`` name appears anywhere in the tree (code, scripts, docs, tests) without being
+declared in ``verifiers/settings.py`` (then it is read, or promised, without being documented).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from verifiers.engine import EngineSettings
+from verifiers.settings import VARIABLES, env, render_table
+
+ROOT = Path(__file__).resolve().parents[2]
+_SKIP_DIRS = {".git", ".venv", "node_modules", "build", "dist", "__pycache__", ".mypy_cache"}
+_NAME = re.compile(r"VERIFIERS_[A-Z0-9_]+\*?")
+
+
+def _mentions() -> dict[str, str]:
+    """Every concrete ``VERIFIERS_*`` name in the tree, with one place it appears."""
+    found: dict[str, str] = {}
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info")]
+        for name in files:
+            path = Path(folder) / name
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue  # binary data
+            for match in _NAME.finditer(text):
+                token = match.group(0)
+                if token.endswith("*"):  # a family ("the VERIFIERS_BLENDER_* variables")
+                    continue
+                found.setdefault(token.rstrip("_"), str(path.relative_to(ROOT)))
+    found.pop("VERIFIERS", None)  # the bare prefix (f"VERIFIERS_{name.upper()}")
+    return found
+
+
+def test_every_variable_named_in_the_tree_is_declared() -> None:
+    declared = {v.name for v in VARIABLES}
+    missing = {name: where for name, where in _mentions().items() if name not in declared}
+    assert not missing, (
+        f"undeclared VERIFIERS_* variables (name: a file naming it): {missing}; declare each in "
+        "verifiers/settings.py VARIABLES, then run `python -m verifiers.settings docs/settings.md`"
+    )
+
+
+def test_every_engine_setting_has_its_variable() -> None:
+    declared = {v.name for v in VARIABLES}
+    for field in EngineSettings.model_fields:
+        assert f"VERIFIERS_{field.upper()}" in declared, field
+
+
+def test_the_docs_table_is_generated_from_the_registry() -> None:
+    text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert render_table() in text, "docs/settings.md is stale: python -m verifiers.settings"
+    assert len({v.name for v in VARIABLES}) == len(VARIABLES)
+
+
+def test_reading_an_undeclared_variable_is_refused() -> None:
+    with pytest.raises(KeyError, match="not a declared setting"):
+        env("VERIFIERS_" + "NOT_DECLARED")  # spelt in two: not a mention

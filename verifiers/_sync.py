@@ -1,0 +1,180 @@
+"""``SyncEngine``: the blocking twin of :class:`~verifiers.Engine`.
+
+It is to ``Engine`` what httpx's ``Client`` is to its ``AsyncClient``.
+
+Trainers call reward functions from plain threads (TRL's main thread, veRL's executor threads,
+OpenRLHF's ``asyncio.to_thread``) and from their own event loops. An :class:`Engine` is bound
+to the loop it first ran on (its semaphore, worker processes and warm sandboxes live there),
+and a fresh engine per call would throw the warm sandboxes away every step. So a
+``SyncEngine`` runs one long-lived engine on a private event loop in a daemon thread and hands
+work to it with ``run_coroutine_threadsafe``: sync callers block on the future, async callers
+await it (:meth:`SyncEngine.score_async`) without blocking their own loop. That keeps the
+sync facade's rule (never nest event loops, never ``nest_asyncio``) instead of bending it.
+
+Everything that is not I/O (settings, the error boundary, ordering, the cache) is the
+engine's own: this class only owns the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import threading
+from collections.abc import Coroutine, Iterable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ._machine import MachineSlots
+from .context import SandboxProvider
+from .engine import Engine, EngineSettings, Item
+from .types import Result
+
+__all__ = ["SyncEngine"]
+
+T = TypeVar("T")
+
+log = logging.getLogger("verifiers.engine")
+
+CLOSE_TIMEOUT_S = 30.0
+"""How long :meth:`SyncEngine.close` waits for the engine to close and its thread to end."""
+
+
+class SyncEngine:
+    """A long-lived :class:`~verifiers.Engine` callable from any thread or event loop.
+
+    Args:
+        settings: Engine settings (default: ``EngineSettings.from_env()``).
+        base_dir: Where relative artifact paths resolve (default: the working directory).
+        sandboxes: A sandbox provider to use instead of opening ``settings.sandbox``.
+        machine_concurrency: Items judged at once across every process of this machine that
+            uses the same ``machine_key`` (the ranks of one trainer); ``None`` or ``0``: no
+            machine-wide limit, only this engine's own ``concurrency``. Passed to the engine
+            as its ``machine_slots`` option.
+        machine_key: Names the machine-wide budget; processes sharing it share the limit.
+
+    Close it with :meth:`close` (or ``with SyncEngine() as engine``); an ``atexit`` hook
+    closes it too, so worker processes and sandboxes never outlive the process.
+
+    Example:
+        >>> from verifiers import SyncEngine
+        >>> with SyncEngine() as engine:
+        ...     result = engine.score_one(
+        ...         {"completion": "4", "task": {"verifier": "answer.numeric", "reference": 4}}
+        ...     )
+        >>> result.status, result.reward
+        ('pass', 1.0)
+    """
+
+    def __init__(
+        self,
+        settings: EngineSettings | None = None,
+        *,
+        base_dir: Path | str | None = None,
+        sandboxes: SandboxProvider | None = None,
+        machine_concurrency: int | None = None,
+        machine_key: str = "default",
+    ) -> None:
+        self.settings = settings or EngineSettings.from_env()
+        self.base_dir = base_dir
+        self.machine_slots = (
+            MachineSlots(machine_concurrency, key=machine_key) if machine_concurrency else None
+        )
+        self._sandboxes = sandboxes
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._engine: Engine | None = None
+        self._closed = False
+
+    # -- scoring -----------------------------------------------------------------------
+
+    def score(self, items: Iterable[Item]) -> list[Result]:
+        """Score ``items`` (blocking); one result per item, in input order.
+
+        Safe from any thread, and from inside a running event loop (it blocks that loop's
+        thread, so there prefer :meth:`score_async`).
+
+        Raises:
+            RuntimeError: the engine is closed, or this is called from its own loop thread.
+        """
+        return self._submit(self._score(list(items))).result()
+
+    def score_one(self, item: Item) -> Result:
+        """Score one item (blocking)."""
+        return self.score([item])[0]
+
+    async def score_async(self, items: Iterable[Item]) -> list[Result]:
+        """Score ``items`` from any event loop without blocking it; results in input order."""
+        return await asyncio.wrap_future(self._submit(self._score(list(items))))
+
+    async def _score(self, items: list[Item]) -> list[Result]:
+        if self._engine is None:
+            self._engine = Engine(
+                self.settings,
+                base_dir=self.base_dir,
+                sandboxes=self._sandboxes,
+                machine_slots=self.machine_slots,
+            )
+        return await self._engine.score(items)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this SyncEngine is closed")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=run, name="verifiers-engine", daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+                atexit.register(self.close)
+            return self._loop
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        try:
+            loop = self._ensure_loop()
+        except RuntimeError:
+            coro.close()
+            raise
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("SyncEngine called from its own loop thread (re-entrant use)")
+        return asyncio.run_coroutine_threadsafe(coro, loop)
+
+    def close(self) -> None:
+        """Close the engine (workers, sandboxes, cache) and stop its thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        atexit.unregister(self.close)
+        if loop is None or thread is None:
+            return
+        if self._engine is not None:
+            engine = self._engine
+            try:
+                asyncio.run_coroutine_threadsafe(engine.aclose(), loop).result(CLOSE_TIMEOUT_S)
+            except Exception as exc:  # closing must finish: log and stop the thread anyway
+                log.warning("closing the engine failed: %s", exc)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(CLOSE_TIMEOUT_S)
+        if not thread.is_alive():
+            loop.close()
+
+    def __enter__(self) -> SyncEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
