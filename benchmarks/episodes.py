@@ -10,7 +10,10 @@ Modes (``--calls N`` each, sequential, after ``--warmup`` calls):
   docker exec      container.exec_run(["true"]) into a running container of the same image
 
 Prints one JSON line per mode (median, p90, mean in ms) and a summary line; ``--markdown``
-also prints the table for docs/benchmarks.
+also prints the table for docs/benchmarks. The bare-session modes also report CPU per call:
+``sandbox_cpu_ms`` (runner, zygote and the reaped jobs, from ``/proc/<pid>/stat`` of the
+sandbox's processes: load-independent, unlike wall time on a shared machine) and
+``host_cpu_ms`` (this process).
 
     python benchmarks/episodes.py --calls 200 --markdown
 """
@@ -20,8 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 from verifiers import Engine, EngineSettings
@@ -67,6 +72,44 @@ async def episode_mode(backend: str, calls: int, warmup: int) -> dict[str, Any]:
     return stats(f"episode/{backend}", times)
 
 
+def _sandbox_pids(provider: Any, backend: str) -> list[int]:
+    """The processes of the provider's runners: its containers' (docker), or this process's
+    descendants (local: bubblewrap, runner, zygote)."""
+    if backend == "docker":
+        pids: list[int] = []
+        for cid in list(provider._containers):
+            top = provider._client.api.top(cid)
+            at = top["Titles"].index("PID")
+            pids += [int(row[at]) for row in top["Processes"]]
+        return pids
+    parents: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            parents.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(name))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _cpu_ms(pids: list[int]) -> float:
+    """utime + stime + reaped children's, in ms, summed over ``pids``."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(x) for x in fields[11:15])
+    return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 async def raw_mode(backend: str, calls: int, warmup: int) -> dict[str, Any]:
     """The same call on the sandbox session directly: what the episode layer adds is the
     difference."""
@@ -77,15 +120,21 @@ async def raw_mode(backend: str, calls: int, warmup: int) -> dict[str, Any]:
         async with provider.session("python") as sb:
             for _ in range(warmup):
                 await sb.exec(["true"])
+            pids = _sandbox_pids(provider, backend)
+            sandbox_cpu, host_cpu = _cpu_ms(pids), time.process_time()
             times = []
             for _ in range(calls):
                 started = time.perf_counter()
                 out = await sb.exec(["true"])
                 times.append(time.perf_counter() - started)
                 assert out.returncode == 0
+            sandbox_cpu = (_cpu_ms(pids) - sandbox_cpu) / calls
+            host_cpu = (time.process_time() - host_cpu) * 1000 / calls
     finally:
         await provider.close()
-    return stats(f"sandbox/{backend} exec", times)
+    row = stats(f"sandbox/{backend} exec", times)
+    row.update(sandbox_cpu_ms=round(sandbox_cpu, 2), host_cpu_ms=round(host_cpu, 2))
+    return row
 
 
 def docker_exec_mode(calls: int, warmup: int) -> dict[str, Any]:

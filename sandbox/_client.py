@@ -105,8 +105,16 @@ class Worker(ABC):
         """Short identifier for logs."""
         return f"{type(self).__name__}({self.key})"
 
-    async def handshake(self, timeout: float) -> None:
-        """Wait for the runner's hello frame."""
+    async def handshake(
+        self, timeout: float, config: dict[str, Any], source: str | None = None
+    ) -> None:
+        """Send the runner its config (and, for :data:`BOOTSTRAP` starts, its ``source``
+        first), then wait for its hello frame. Both travel on the protocol channel, never on
+        the command line (``ps`` shows the command of every process on the host)."""
+        if source is not None:
+            body = source.encode("utf-8")
+            await self.channel.write(HEADER.pack(len(body)) + body)
+        await self.channel.write(encode_frame(config))
         hello = await asyncio.wait_for(self._read_frame(), timeout)
         if hello.get("op") != "hello" or hello.get("version") != PROTOCOL_VERSION:
             raise RunnerLost(f"unexpected hello from runner: {hello!r}")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import logging
 import os
 import shutil
@@ -53,6 +52,7 @@ from ._client import (
 from ._client import pooled_session as _pooled_session
 from ._images import LABEL, get_image, image_tag
 from ._local import runner_source
+from ._runner import BOOTSTRAP
 from ._runtimes import BASE_PATH, JOB_ENV, Runtime, runtime_for
 from ._settings import SandboxSettings
 
@@ -223,6 +223,7 @@ def prune_containers(client: Any, *, everything: bool = False, owner: str | None
 
 
 _DEFAULT_PYTHON = "/usr/bin/python3"
+_SOCKET = "/run/verifiers/runner.sock"
 """The runner of an image without ``runtime.toml`` (a Dockerfile-only image)."""
 
 
@@ -384,9 +385,10 @@ class DockerProvider(SandboxProvider):
 
     def _create(
         self, tag: str, limits: Limits, socket_dir: str | None
-    ) -> tuple[str, socket.socket | None]:
+    ) -> tuple[str, socket.socket | None, dict[str, Any]]:
         """Create and start one container; with ``socket_dir`` the runner connects to a unix
-        socket there, else its stdin/stdout are attached (returned socket)."""
+        socket there, else its stdin/stdout are attached (returned socket). Also returns the
+        runner's config, which the handshake sends as the first frame."""
         api = self._client.api
         runtime, preload = self._runtimes.get(tag, (None, ""))
         overhead = self.settings.runner_overhead_mb + (runtime.overhead_mb if runtime else 0)
@@ -429,20 +431,24 @@ class DockerProvider(SandboxProvider):
             # the same job env as the local backend
             "env": {**JOB_ENV, **(dict(runtime.env) if runtime else {})},
         }
-        if socket_dir:
-            config["connect"] = "/run/verifiers/runner.sock"
         if preload:
             config["preload"] = preload
             config["preload_timeout"] = self.settings.start_timeout_s
+        python = runtime.interpreter if runtime else _DEFAULT_PYTHON
+        if socket_dir:
+            # The runner's source as a host-written file in the socket dir (root's, 0700: a
+            # job cannot even look in; a fresh dir per container), so the command line is a
+            # path and the config travels as the first frame (see the runner's docstring).
+            script = os.path.join(socket_dir, "runner.py")
+            with open(script, "w", encoding="utf-8") as handle:
+                handle.write(runner_source())
+            os.chmod(script, 0o444)
+            command = [python, "-I", "/run/verifiers/runner.py", "--connect", _SOCKET]
+        else:  # a remote engine: no host file can reach it, the source comes on stdin
+            command = [python, "-I", "-c", BOOTSTRAP]
         container = api.create_container(
             image=tag,
-            command=[
-                runtime.interpreter if runtime else _DEFAULT_PYTHON,
-                "-I",
-                "-c",
-                runner_source(),
-                json.dumps(config),
-            ],
+            command=command,
             user="0:0",
             stdin_open=socket_dir is None,
             tty=False,
@@ -462,7 +468,7 @@ class DockerProvider(SandboxProvider):
             except Exception:
                 self._remove(cid)
                 raise
-            return cid, None
+            return cid, None, config
         try:
             raw = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1})
             inner = getattr(raw, "_sock", raw)
@@ -478,7 +484,7 @@ class DockerProvider(SandboxProvider):
         except Exception:
             self._remove(cid)
             raise
-        return cid, sock
+        return cid, sock, config
 
     async def _start(self, key: Hashable) -> Worker:
         assert isinstance(key, tuple) and len(key) == 3
@@ -495,7 +501,7 @@ class DockerProvider(SandboxProvider):
             listener.setblocking(False)
         try:
             try:
-                cid, sock = await asyncio.wait_for(
+                cid, sock, config = await asyncio.wait_for(
                     self._blocking(self._create, tag, limits, socket_dir),
                     self.settings.start_timeout_s,
                 )
@@ -529,7 +535,8 @@ class DockerProvider(SandboxProvider):
         )
         worker = _DockerWorker(channel, key, self, cid, since)
         try:
-            await worker.handshake(self.settings.start_timeout_s)
+            bootstrap = runner_source() if listener is None else None
+            await worker.handshake(self.settings.start_timeout_s, config, bootstrap)
         except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
             await worker.kill()
             raise SandboxUnavailable(

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-import json
 import logging
 import os
 import shutil
@@ -63,10 +62,26 @@ _warned = False
 _SLOTS = itertools.count(1)
 
 
+RUNNER_IN_SANDBOX = "/run/verifiers/runner.py"
+"""Where bubblewrap binds the runner's source, read-only (the command line shows this path)."""
+
+
+def runner_path() -> Path:
+    """The runner's source file on the host (this package's ``_runner.py``)."""
+    return Path(__file__).with_name("_runner.py")
+
+
 @functools.cache
 def runner_source() -> str:
-    """The runner's source text, passed to ``python3 -c`` (so no file needs mounting)."""
-    return (Path(__file__).with_name("_runner.py")).read_text(encoding="utf-8")
+    """The runner's source text (for :data:`~._runner.BOOTSTRAP` starts and copies)."""
+    return runner_path().read_text(encoding="utf-8")
+
+
+def _runner_bind() -> list[str]:
+    """bubblewrap arguments that put the runner's source at :data:`RUNNER_IN_SANDBOX`,
+    read-only: a job (even one that took over the runner's uid) cannot change what a later
+    runner starts from, and ``ps`` shows a path instead of 70 KB of source."""
+    return ["--ro-bind", str(runner_path()), RUNNER_IN_SANDBOX]
 
 
 def _system_python() -> str:
@@ -329,7 +344,8 @@ class LocalProvider(SandboxProvider):
         self._roots[image] = (runtime, root)
         return runtime, root
 
-    def _command(self, key: Hashable) -> list[str]:
+    def _command(self, key: Hashable) -> tuple[list[str], dict[str, Any]]:
+        """The runner's command line and its config (sent as the first frame)."""
         image = str(key[0]) if isinstance(key, tuple) else "python"
         found = self._runtime_root(image)
         if found is not None:
@@ -370,14 +386,17 @@ class LocalProvider(SandboxProvider):
             config["preload"] = preload
             config["preload_timeout"] = self.settings.start_timeout_s
         binds = self._job_isolation(config, uid)
-        runner = [runner_python, "-I", "-c", runner_source(), json.dumps(config)]
         if self.isolation == "bwrap":
-            return [*_bwrap_argv(settings, work_root), *binds, *runner]
+            runner = [runner_python, "-I", RUNNER_IN_SANDBOX]
+            return [*_bwrap_argv(settings, work_root), *_runner_bind(), *binds, *runner], config
+        # unshare / none: the host's filesystem is the job's, so the package's own file (owned
+        # by whoever installed it; jobs run under another uid when the host is root).
+        runner = [runner_python, "-I", str(runner_path())]
         if self.isolation == "unshare":
-            return [*_unshare_argv(), *runner]
-        return runner
+            return [*_unshare_argv(), *runner], config
+        return runner, config
 
-    def _runtime_command(self, runtime: Runtime, root: Path) -> list[str]:
+    def _runtime_command(self, runtime: Runtime, root: Path) -> tuple[list[str], dict[str, Any]]:
         uid = self._job_uid()
         self._last_uid = uid
         config: dict[str, Any] = {
@@ -396,8 +415,9 @@ class LocalProvider(SandboxProvider):
             config["preload"] = preload
             config["preload_timeout"] = self.settings.start_timeout_s
         binds = self._job_isolation(config, uid)  # the same per-job isolation as below
-        runner = [runtime.interpreter, "-I", "-c", runner_source(), json.dumps(config)]
-        return [*_rootfs_bwrap_argv(self.settings, root, _RUNTIME_WORK_ROOT), *binds, *runner]
+        runner = [runtime.interpreter, "-I", RUNNER_IN_SANDBOX]
+        bwrap = _rootfs_bwrap_argv(self.settings, root, _RUNTIME_WORK_ROOT)
+        return [*bwrap, *_runner_bind(), *binds, *runner], config
 
     def _job_isolation(self, config: dict[str, Any], uid: int) -> list[str]:
         """What keeps one job from changing what the next job of the runner gets: private IPC
@@ -418,7 +438,7 @@ class LocalProvider(SandboxProvider):
         return cgroup.bwrap_binds(_CGROUP_MOUNT) if inside else []
 
     async def _start(self, key: Hashable) -> Worker:
-        argv = self._command(key)
+        argv, config = self._command(key)
         cgroup = self._cgroups.pop(self._last_uid, None)
         try:
             process = await asyncio.create_subprocess_exec(
@@ -436,7 +456,7 @@ class LocalProvider(SandboxProvider):
             raise SandboxUnavailable(f"cannot start the local sandbox runner: {exc}") from None
         worker = _LocalWorker(_ProcessChannel(process), key, cgroup)
         try:
-            await worker.handshake(self.settings.start_timeout_s)
+            await worker.handshake(self.settings.start_timeout_s, config)
         except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
             await worker.kill()
             raise SandboxUnavailable(

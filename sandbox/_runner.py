@@ -21,7 +21,13 @@ Why each step exists:
   ``write``/``read`` of the (root) runner outside its work directory.
 
 This file must stay importable and runnable by a bare ``/usr/bin/python3`` (3.9+) with no
-third-party package: the host starts it with ``python3 -I -c <this source> <config json>``.
+third-party package. The host starts it as ``python3 -I /run/verifiers/runner.py`` (a
+read-only bind of this file, or a host-owned copy the job uid cannot write) and sends its
+config (limits, job uid, the runtime's preload source) as the *first frame* on the protocol
+channel: ``ps`` and ``/proc/<pid>/cmdline`` show a short command, never this source or the
+config, and a job can never change the source a later runner starts from. Where no file can
+reach the runner (a remote Docker engine), the host runs :data:`BOOTSTRAP` with ``-c``, which
+reads this source as one frame from stdin.
 
 Frames: 4-byte big-endian length, then a UTF-8 JSON object. Binary fields are base64 strings.
 Requests carry ``op`` (``begin``, ``exec``, ``write``, ``read``, ``end``, ``ping``, ``batch``);
@@ -321,7 +327,7 @@ def _cg_members(path: str) -> list[int]:
 
 
 class Runner:
-    """The job server. ``config`` comes from the host as the first argv (JSON)."""
+    """The job server. ``config`` is the host's first frame (see :func:`main`)."""
 
     def __init__(self, config: dict[str, Any], rfd: int, wfd: int) -> None:
         self.rfd = rfd
@@ -1750,15 +1756,45 @@ def _rmtree(path: str) -> None:
         os.close(top_fd)
 
 
+BOOTSTRAP = (
+    "import os\n"
+    "def r(n):\n"
+    " b=b''\n"
+    " while len(b)<n:\n"
+    "  c=os.read(0,n-len(b))\n"
+    "  if not c:raise SystemExit(1)\n"
+    "  b+=c\n"
+    " return b\n"
+    "exec(compile(r(int.from_bytes(r(4),'big')),'runner.py','exec'),{'__name__':'__main__'})\n"
+)
+"""``python3 -I -c BOOTSTRAP``: reads one frame (this file's source) from stdin and runs it; for
+hosts that cannot put a file into the sandbox. It reads exactly the frame, so the config frame
+that follows is the runner's to read."""
+
+
+def _read_config(rfd: int) -> dict[str, Any]:
+    """The host's first frame: the runner's config (see the module docstring)."""
+    header = _read_exact(rfd, HEADER.size)
+    if header is None:
+        raise SystemExit("runner: the host closed the channel before sending the config")
+    (size,) = HEADER.unpack(header)
+    body = _read_exact(rfd, size) if size <= MAX_FRAME else None
+    if body is None:
+        raise SystemExit("runner: the config frame is truncated or oversized")
+    return decode_body(body)
+
+
 def main(argv: list[str]) -> int:
-    """Entry point: ``python3 -I -c <source> <config json>``."""
-    config = json.loads(argv[0]) if argv else {}
-    connect = config.get("connect")
+    """Entry point: ``python3 -I runner.py [--connect SOCKET]``; the config is the first frame."""
+    here = globals().get("__file__")
+    if here and sys.path and sys.path[0] == os.path.dirname(os.path.abspath(here)):
+        del sys.path[0]  # python < 3.11: -I keeps the script's dir; a fast-path job must not
+    connect = argv[1] if len(argv) >= 2 and argv[0] == "--connect" else ""
     if connect:
         # The host listens on a unix socket mounted into the container: a direct kernel
         # channel, no engine in the data path. Unlinked by the host once we are connected.
         channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        channel.connect(str(connect))
+        channel.connect(connect)
         rfd = wfd = channel.detach()
     else:
         rfd = os.dup(0)
@@ -1768,6 +1804,7 @@ def main(argv: list[str]) -> int:
     os.dup2(null, 1)
     os.close(null)
     _set_dumpable(0)
+    config = _read_config(rfd)
     root = str(config.get("root", "/work"))
     os.makedirs(root, exist_ok=True)
     runner = Runner(config, rfd, wfd)

@@ -204,7 +204,14 @@ def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
         row("docker engine", False, str(exc), required=False)
     from ._runtimes import MARKER, check_rootfs, load_runtime, rootfs_path
 
-    for name, image in sorted(find_images(settings).items()):
+    images = find_images(settings)
+    unknown = [n for n in args.names if n not in images]
+    if unknown:
+        print(f"error: unknown runtime(s) {unknown}; known: {sorted(images)}", file=sys.stderr)
+        return 2
+    for name, image in sorted(images.items()):
+        if args.names and name not in args.names:
+            continue
         runtime = load_runtime(image.path)
         if runtime is not None:
             root = rootfs_path(runtime, settings)
@@ -239,6 +246,10 @@ def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
         else:
             detail = tag if built else f"{tag} (run `verifiers sandbox build {name}`)"
         row(f"image {name}", built, detail, required=False)
+    from ._host import host_features
+
+    for feature in host_features():
+        row(f"host: {feature.name}", feature.works, feature.detail, required=False)
     for tool in ("bwrap", "unshare"):
         works = _probe_cached(tool)  # type: ignore[arg-type]
         where = shutil.which(tool) or "not installed"
@@ -309,7 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     build = verbs.add_parser("build", help="build sandbox images (skips unchanged ones)")
     build.add_argument("names", nargs="*", help="image names (default: all)")
     build.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    verbs.add_parser("check", help="show the engine, images and isolation features")
+    check = verbs.add_parser("check", help="show the engine, images and isolation features")
+    check.add_argument(
+        "names", nargs="*", help="runtimes to verify (default: all; each imports its packages)"
+    )
     prune = verbs.add_parser(
         "prune",
         help="remove containers whose owner process is dead, and root filesystems and images "

@@ -164,6 +164,7 @@ def test_cli_stops_once_when_the_runtime_is_not_built(tmp_path: Path) -> None:
         "--no-cache",
         "--fail-fast-after",
         "4",
+        "--no-build",  # else the pre-flight builds python into the empty cache first
         env={"VERIFIERS_SANDBOX_CACHE": str(empty)},
         cwd=tmp_path,
     )

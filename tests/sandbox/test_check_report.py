@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
 from verifiers.sandbox._cgroups import cgroup_support
+from verifiers.sandbox._host import _try_unshare
 from verifiers.sandbox.cli import _isolation_rows, main
 
 
@@ -22,9 +24,11 @@ def test_check_reports_the_local_isolation(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent.sock")  # local only
-    code = main(["check"])
+    # Only the python runtime is verified here: test_runtimes.py checks every runtime.
+    code = main(["check", "python"])
     out = capsys.readouterr().out
     assert code == 0, out
+    assert "runtime python" in out and "runtime blender" not in out, out
     lines: dict[str, Any] = {}
     for line in out.splitlines():
         cells = [c.strip() for c in line.strip("│ ").split("│")]
@@ -38,3 +42,19 @@ def test_check_reports_the_local_isolation(
         )
     for part in ("SysV IPC", "POSIX mqueues", "kernel keyrings", "/tmp, /dev/shm"):
         assert lines[f"local: {part}"][0] == "ok", lines
+    # The host rows agree with util-linux's unshare trying the same namespaces.
+    for part, flags in (
+        ("user namespaces", ["--user"]),
+        ("network namespaces", ["--net"]),
+        ("PID namespaces", ["--pid", "--fork"]),
+    ):
+        done = subprocess.run(["unshare", *flags, "true"], capture_output=True, check=False)
+        want = "ok" if done.returncode == 0 else "missing"
+        assert lines[f"host: {part}"][0] == want, (part, lines[f"host: {part}"], done)
+    assert lines["host: cgroup delegation"][0] == ("ok" if version else "missing")
+    assert lines["host: seccomp"][0] == "ok", lines
+
+
+def test_a_refused_namespace_says_why() -> None:
+    works, why = _try_unshare(0x1)  # not a namespace flag: the kernel says EINVAL
+    assert (works, why) == (False, "Invalid argument")

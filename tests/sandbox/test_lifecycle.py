@@ -48,19 +48,32 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_thousand_sequential_jobs_leak_nothing(backend: str, new_provider: Any) -> None:
-    jobs = 1000
+def _drop_sdk_connections(provider: Any) -> None:
+    """Empty the docker SDK's own connection cache (one pool per container URL, up to 25),
+    so that a host fd count shows our leaks only, without first saturating that cache."""
+    client = getattr(provider, "_client", None)
+    if client is not None:
+        for adapter in client.api.adapters.values():
+            adapter.close()
+
+
+def test_sequential_jobs_and_recycles_leak_nothing(backend: str, new_provider: Any) -> None:
+    """240 sessions over 10 runners (9 recycles, 5 after the midpoint: one fd leaked per
+    recycle or per 50 jobs shows). The SDK's connection cache is emptied before each count, so
+    this proves what 1,000 sessions and 50 recycles were needed for before (the cache had to
+    fill first)."""
+    jobs = 240
+    per_worker = 24
 
     async def main() -> None:
-        # 20 sessions per worker: 50 recycles, 25 of them after the midpoint.
-        provider = new_provider(pool_size=1, jobs_per_worker=20)
+        provider = new_provider(pool_size=1, jobs_per_worker=per_worker)
         try:
             await provider.warm("python", 1)
             async with provider.session("python") as sb:
                 assert (await sb.exec(["/bin/true"])).ok
             children_before = _my_children()
             fds_half = 0
-            runner_fds: dict[int, list[int]] = {}
+            runner_fds: dict[Any, list[int]] = {}  # by worker object (an id() can be reused)
             for i in range(jobs):
                 async with provider.session("python") as sb:
                     # alternate the exec path and the python fast path
@@ -69,22 +82,24 @@ def test_thousand_sequential_jobs_leak_nothing(backend: str, new_provider: Any) 
                         argv = ["/usr/bin/python3", "-c", f"print({i})"]
                     result = await sb.exec(argv)
                     assert result.stdout == f"{i}\n".encode(), result
+                    assert result.returncode == 0 and not result.timed_out, result
                     worker = sb._worker
-                    if worker.sessions in (1, 18):  # the runner's own fds, early and late
+                    if worker.sessions in (1, per_worker - 2):  # the runner's fds, early, late
                         stats = await worker.call({"op": "ping"}, 10)
                         assert stats["jobs"] == 0, stats
-                        runner_fds.setdefault(id(worker), []).append(stats["fds"])
+                        runner_fds.setdefault(worker, []).append(stats["fds"])
                 if i == jobs // 2:
-                    # The docker SDK caches one connection per container URL, at most 25: full
-                    # by now. A leak per job or per recycled worker grows after this point.
                     await asyncio.sleep(0.5)
+                    _drop_sdk_connections(provider)
                     fds_half = _fds()
             await asyncio.sleep(0.5)  # let background recycling finish
             complete = [pair for pair in runner_fds.values() if len(pair) == 2]
-            assert len(complete) >= 8, runner_fds
-            assert all(early == late for early, late in complete), runner_fds
+            assert len(complete) >= 9, runner_fds.values()
+            assert all(early == late for early, late in complete), runner_fds.values()
             assert provider.counts() == {"idle": 1, "busy": 0}
-            # 25 recycles since the midpoint; their channels and processes are gone
+            # 5 recycles since the midpoint; their channels and processes are gone
+            runner_fds.clear()
+            _drop_sdk_connections(provider)
             assert _fds() - fds_half <= 2, (fds_half, _fds())
             assert _my_children() <= children_before, (children_before, _my_children())
             if backend == "docker":

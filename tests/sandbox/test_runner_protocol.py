@@ -6,7 +6,6 @@ isolation itself.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -15,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from verifiers.sandbox._local import _system_python, runner_source
+from verifiers.sandbox._local import _system_python, runner_path
 from verifiers.sandbox._runner import HEADER, b64, decode_body, encode_frame, unb64
 
 # Jobs run as another uid: use an interpreter every uid can execute.
@@ -31,10 +30,13 @@ class RunnerProcess:
             **extra,
         }
         self.proc = subprocess.Popen(
-            [PY, "-I", "-c", runner_source(), json.dumps(config)],
+            [PY, "-I", str(runner_path())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(encode_frame(config))  # the config is the first frame
+        self.proc.stdin.flush()
         self.hello = self.read()
 
     def read(self) -> dict[str, Any]:

@@ -97,6 +97,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="sandbox backend for verifiers that run code: auto (default), docker, local, "
         "none, or a plugin's (see `verifiers list`)",
     )
+    p.add_argument(
+        "--no-build",
+        action="store_true",
+        help="do not build missing sandbox runtimes before scoring (their items are "
+        "error/infra with the build command)",
+    )
     p.add_argument("--summary-json", type=Path, metavar="PATH", help="write the summary as JSON")
     p.add_argument(
         "--format",
@@ -429,6 +435,15 @@ def _score(
         from ..cache import ResultCache, default_cache_path
 
         ResultCache(default_cache_path() if settings.cache is True else settings.cache).close()
+    if not args.no_build and not is_stdio(input_path) and not getattr(args, "ray", None):
+        from ..sandbox._preflight import preflight
+
+        head = iter_records(input_path, max_line_bytes=args.max_line_bytes)
+        preflight(
+            (r.item for r in head),
+            settings.sandbox,
+            lambda line: print(f"verifiers: {line}", file=stderr, flush=True),
+        )
     records = iter_records(input_path, max_line_bytes=args.max_line_bytes)
     resume = ResumeState(done=Counter())
     if args.resume:
