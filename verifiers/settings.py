@@ -106,7 +106,7 @@ VARIABLES: tuple[Variable, ...] = (
         "/dev/shm (else the temp dir)",
         "Where machine-wide slot files live (`SyncEngine(machine_concurrency=)`, the "
         "adapters' `machine_concurrency`).",
-        "verifiers/_machine.py; rl_adapters/_machine_limit.py",
+        "verifiers/_machine.py",
     ),
     Variable(
         "VERIFIERS_MACHINE_CONCURRENCY",
