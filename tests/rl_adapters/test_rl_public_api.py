@@ -26,7 +26,11 @@ EXPECTED = {
         "compute_score_batch",
         "score_dict",
     ],
-    "verifiers.rl_adapters.verl_manager": ["MANAGER_KWARGS", "RAY_KWARGS", "VerifiersRewardManager"],
+    "verifiers.rl_adapters.verl_manager": [
+        "MANAGER_KWARGS",
+        "RAY_KWARGS",
+        "VerifiersRewardManager",
+    ],
     "verifiers.rl_adapters.openrlhf": [
         "DEFAULT_EOS_TOKENS",
         "OpenRLHFRequest",
