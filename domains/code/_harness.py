@@ -275,7 +275,7 @@ def _candidate_main(rpc_in: int, rpc_out: int) -> None:
     import importlib.util
 
     # Before any model code: the candidate cannot act on the judge (see _hands_off_filter).
-    _hands_off(os.getppid())
+    _hands_off()
 
     objects: dict[int, Any] = {}
 
@@ -379,32 +379,25 @@ def _candidate_main(rpc_in: int, rpc_out: int) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # The candidate's hands off the judge. The candidate runs under the judge's uid, and the kernel
-# lets a process of the same uid lower another's resource limits (``prlimit``), renice it, pin
-# its CPUs and signal it; only ptrace and ``/proc/<pid>/{mem,fd,environ}`` are closed by the
-# judge being non-dumpable. A candidate that lowered the judge's ``RLIMIT_AS`` from its module
-# body made the judge's own next step fail (a test file it compiles, pytest collecting a module
-# the candidate never touched), which the judge reported as a broken task: an abstain in place
-# of the model's certain 0. So every process that runs model code (the candidate, an ``io``
+# lets a process of the same uid lower another's resource limits (``prlimit``), renice it and
+# pin its CPUs; only ptrace and ``/proc/<pid>/{mem,fd,environ}`` are closed by the judge being
+# non-dumpable. A candidate that lowered the judge's ``RLIMIT_AS`` from its module body made
+# the judge's own next step fail (the task's test code, pytest collecting a module the
+# candidate never touched), which the judge reported as a broken task: an abstain in place of
+# the model's certain 0. So every process that runs model code (the candidate, an ``io``
 # program, a compiled program) starts under a seccomp filter, before any model code, that
-# refuses (EPERM) the calls that act on *another* process: ``prlimit``/``sched_*``/
+# refuses (EPERM) the calls that change *another* process: ``prlimit``/``sched_*``/
 # ``migrate_pages``/``move_pages`` on a pid other than 0 (itself), ``setpriority``/
-# ``ioprio_set`` on anything but itself, signals to the judge's pid, its process group or every
-# process (-1), ``pidfd_send_signal``, and fd ownership (``F_SETOWN`` to the judge,
-# ``F_SETOWN_EX``, ``FIOSETOWN``/``SIOCSPGRP``), through which the kernel would signal it;
-# compat-ABI calls (i386 ``int 0x80``, x32) are refused whole, so the numbers above cannot be
-# dodged. Filters are inherited by every child and survive ``exec``. (The sandbox runner's own
-# filter, for keyrings and message queues, is the runner's; the judge cannot import it: it runs
-# with the standard library only, so this small program is built here.)
+# ``ioprio_set`` on anything but itself. Compat-ABI calls (i386 ``int 0x80``, x32) are refused
+# whole, so those numbers cannot be dodged. Filters are inherited by every child and survive
+# ``exec``. Signals stay allowed: killing or stopping the judge leaves no done line, which
+# scores 0, and the corpora's kill-the-judge rows rely on exactly that. (The sandbox runner's
+# own filter, for keyrings and message queues, is the runner's; the judge cannot import it: it
+# runs with the standard library only, so this small program is built here.)
 # ---------------------------------------------------------------------------------------------
 
 # name: (x86_64 nr, aarch64 nr)
 _PROCESS_CALLS: dict[str, tuple[int, int]] = {
-    "kill": (62, 129),
-    "tkill": (200, 130),
-    "tgkill": (234, 131),
-    "rt_sigqueueinfo": (129, 138),
-    "rt_tgsigqueueinfo": (297, 240),
-    "pidfd_send_signal": (424, 424),
     "prlimit64": (302, 261),
     "setpriority": (141, 140),
     "ioprio_set": (251, 30),
@@ -414,16 +407,8 @@ _PROCESS_CALLS: dict[str, tuple[int, int]] = {
     "sched_setattr": (314, 274),
     "migrate_pages": (256, 238),
     "move_pages": (279, 239),
-    "fcntl": (72, 25),
-    "ioctl": (16, 29),
 }
 _RULES: dict[str, str] = {
-    "kill": "signal",
-    "rt_sigqueueinfo": "signal",
-    "tkill": "not_judge",
-    "tgkill": "not_judge",
-    "rt_tgsigqueueinfo": "not_judge",
-    "pidfd_send_signal": "deny",
     "prlimit64": "self",
     "sched_setparam": "self",
     "sched_setscheduler": "self",
@@ -433,36 +418,23 @@ _RULES: dict[str, str] = {
     "move_pages": "self",
     "setpriority": "priority",
     "ioprio_set": "ioprio",
-    "fcntl": "fcntl",
-    "ioctl": "ioctl",
 }
 _ARCHES = {"x86_64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}
 
 
-def _hands_off_filter(judge: int, machine: str) -> bytes | None:
-    """The classic-BPF program described above for ``judge``'s pid; None on another arch."""
+def _hands_off_filter(machine: str) -> bytes | None:
+    """The classic-BPF program described above; None on an architecture it does not know."""
     if machine not in _ARCHES:
         return None
     arch, column = _ARCHES[machine]
     ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    me, minus_me, everyone = judge & 0xFFFFFFFF, (-judge) & 0xFFFFFFFF, 0xFFFFFFFF
 
     def arg(i: int) -> tuple[int, int, int, int]:
         return (ld, 0, 0, 16 + 8 * i)  # low 32 bits of args[i] (the kernel reads an int)
 
     blocks: dict[str, list[tuple[int, int, int, int]]] = {
-        "deny": [(ret, 0, 0, deny)],
         "self": [arg(0), (jeq, 0, 1, 0), (ret, 0, 0, allow), (ret, 0, 0, deny)],
-        "not_judge": [arg(0), (jeq, 1, 0, me), (ret, 0, 0, allow), (ret, 0, 0, deny)],
-        "signal": [
-            arg(0),
-            (jeq, 3, 0, me),
-            (jeq, 2, 0, everyone),
-            (jeq, 1, 0, minus_me),
-            (ret, 0, 0, allow),
-            (ret, 0, 0, deny),
-        ],
         # setpriority(PRIO_PROCESS=0, 0, n) only: PRIO_PGRP/PRIO_USER with 0 mean the caller's
         # group or *every process of its uid*, the judge included.
         "priority": [
@@ -481,23 +453,6 @@ def _hands_off_filter(judge: int, machine: str) -> bytes | None:
             (ret, 0, 0, allow),
             (ret, 0, 0, deny),
         ],
-        "fcntl": [
-            arg(1),
-            (jeq, 5, 0, 15),  # F_SETOWN_EX: the owner is behind a pointer
-            (jeq, 0, 3, 8),  # F_SETOWN
-            arg(2),
-            (jeq, 2, 0, me),
-            (jeq, 1, 0, minus_me),
-            (ret, 0, 0, allow),
-            (ret, 0, 0, deny),
-        ],
-        "ioctl": [
-            arg(1),
-            (jeq, 2, 0, 0x8901),  # FIOSETOWN
-            (jeq, 1, 0, 0x8902),  # SIOCSPGRP
-            (ret, 0, 0, allow),
-            (ret, 0, 0, deny),
-        ],
     }
     program: list[tuple[int, int, int, int]] = [
         (ld, 0, 0, 4),  # A = arch
@@ -512,32 +467,55 @@ def _hands_off_filter(judge: int, machine: str) -> bytes | None:
         program.append((jeq, 0, len(block), numbers[column]))
         program.extend(block)
     program.append((ret, 0, 0, allow))
-    return b"".join(struct.pack("=HBBI", *op) for op in program)
+    return struct.pack("=" + "HBBI" * len(program), *(x for op in program for x in op))
 
 
-def _hands_off(judge: int) -> bool:
-    """Install the filter in this process (a child that is about to run model code).
+_installers: list[Callable[[], bool]] = []
 
-    Returns whether the kernel took it. ``PR_SET_NO_NEW_PRIVS`` comes first, as an
-    unprivileged filter needs (the sandbox sets it for every job already).
+
+def _hands_off_installer() -> Callable[[], bool]:
+    """The filter, built once per judge process (before it forks the children
+    that install it: a child pays two ``prctl`` calls, not the build); returns the installer.
+
+    The installer returns whether the kernel took the filter. ``PR_SET_NO_NEW_PRIVS`` comes
+    first, as an unprivileged filter needs (the sandbox sets it for every job already).
     """
-    program = _hands_off_filter(judge, os.uname().machine)
-    if program is None:
-        return False
-    try:
-        import ctypes
+    if _installers:
+        return _installers[0]
 
-        class _Fprog(ctypes.Structure):
-            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-        buffer = ctypes.create_string_buffer(program, len(program))
-        fprog = _Fprog(len(program) // 8, ctypes.addressof(buffer))
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-        address = ctypes.c_void_p(ctypes.addressof(fprog))  # a pointer, not a C int
-        return bool(libc.prctl(22, 2, address, 0, 0) == 0)  # SECCOMP_MODE_FILTER
-    except (OSError, AttributeError):
+    def unavailable() -> bool:
         return False
+
+    install = unavailable
+    program = _hands_off_filter(os.uname().machine)
+    if program is not None:
+        try:
+            import ctypes
+
+            # struct sock_fprog {unsigned short len; struct sock_filter *filter;} at offset 0,
+            # the program right after it, in one buffer that lives as long as this process.
+            buffer = ctypes.create_string_buffer(16 + len(program))
+            address = ctypes.addressof(buffer)
+            buffer[0 : 16 + len(program)] = (
+                struct.pack("=H6xQ", len(program) // 8, address + 16) + program
+            )
+            prctl = ctypes.pythonapi.prctl
+            pointer = ctypes.c_void_p(address)
+
+            def install() -> bool:
+                prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+                return bool(prctl(22, 2, pointer, 0, 0) == 0)  # SECCOMP_MODE_FILTER
+
+            install.buffer = buffer  # type: ignore[attr-defined]
+        except (OSError, AttributeError):
+            install = unavailable
+    _installers.append(install)
+    return install
+
+
+def _hands_off() -> bool:
+    """Install the filter in this process (a child about to run model code)."""
+    return _hands_off_installer()()
 
 
 def _apply_limits(limits: dict[str, Any]) -> None:
@@ -672,6 +650,7 @@ class Candidate:
 
     def prefork(self) -> None:
         """Fork the first candidate before the judge reads its secret job (fast path)."""
+        _hands_off_installer()  # built here once; the child only installs it
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -1385,14 +1364,14 @@ class Judge:
         return env
 
     def _limit_fn(self, mem: int | None) -> Callable[[], None]:
-        judge = os.getpid()
+        hands_off = _hands_off_installer()
 
         def limit() -> None:
             import resource
 
             if mem:
                 resource.setrlimit(resource.RLIMIT_AS, (int(mem), int(mem)))
-            _hands_off(judge)  # the program cannot act on the judge (see _hands_off_filter)
+            hands_off()  # the program cannot act on the judge (see _hands_off_filter)
 
         return limit
 
