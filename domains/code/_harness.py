@@ -496,9 +496,8 @@ def _hands_off_installer() -> Callable[[], bool]:
             # the program right after it, in one buffer that lives as long as this process.
             buffer = ctypes.create_string_buffer(16 + len(program))
             address = ctypes.addressof(buffer)
-            buffer[0 : 16 + len(program)] = (
-                struct.pack("=H6xQ", len(program) // 8, address + 16) + program
-            )
+            data = struct.pack("=H6xQ", len(program) // 8, address + 16) + program
+            ctypes.memmove(address, data, len(data))
             prctl = ctypes.pythonapi.prctl
             pointer = ctypes.c_void_p(address)
 
