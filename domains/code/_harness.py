@@ -274,6 +274,9 @@ def _candidate_main(rpc_in: int, rpc_out: int) -> None:
     """Serve remote calls on the model's module (runs in the candidate process)."""
     import importlib.util
 
+    # Before any model code: the candidate cannot act on the judge (see _hands_off_filter).
+    _hands_off()
+
     objects: dict[int, Any] = {}
 
     def ref(obj: Any) -> dict[str, Any]:
@@ -372,6 +375,146 @@ def _candidate_main(rpc_in: int, rpc_out: int) -> None:
             _write_msg(rpc_out, {"seq": seq, "value": encode(result, ref)})
         except Exception as exc:
             _write_msg(rpc_out, {"seq": seq, "exc": _exc_info(exc)})
+
+
+# ---------------------------------------------------------------------------------------------
+# The candidate's hands off the judge. The candidate runs under the judge's uid, and the kernel
+# lets a process of the same uid lower another's resource limits (``prlimit``), renice it and
+# pin its CPUs; only ptrace and ``/proc/<pid>/{mem,fd,environ}`` are closed by the judge being
+# non-dumpable. A candidate that lowered the judge's ``RLIMIT_AS`` from its module body made
+# the judge's own next step fail (the task's test code, pytest collecting a module the
+# candidate never touched), which the judge reported as a broken task: an abstain in place of
+# the model's certain 0. So every process that runs model code (the candidate, an ``io``
+# program, a compiled program) starts under a seccomp filter, before any model code, that
+# refuses (EPERM) the calls that change *another* process: ``prlimit``/``sched_*``/
+# ``migrate_pages``/``move_pages`` on a pid other than 0 (itself), ``setpriority``/
+# ``ioprio_set`` on anything but itself. Compat-ABI calls (i386 ``int 0x80``, x32) are refused
+# whole, so those numbers cannot be dodged. Filters are inherited by every child and survive
+# ``exec``. Signals stay allowed: killing or stopping the judge leaves no done line, which
+# scores 0, and the corpora's kill-the-judge rows rely on exactly that. (The sandbox runner's
+# own filter, for keyrings and message queues, is the runner's; the judge cannot import it: it
+# runs with the standard library only, so this small program is built here.)
+# ---------------------------------------------------------------------------------------------
+
+# name: (x86_64 nr, aarch64 nr)
+_PROCESS_CALLS: dict[str, tuple[int, int]] = {
+    "prlimit64": (302, 261),
+    "setpriority": (141, 140),
+    "ioprio_set": (251, 30),
+    "sched_setparam": (142, 118),
+    "sched_setscheduler": (144, 119),
+    "sched_setaffinity": (203, 122),
+    "sched_setattr": (314, 274),
+    "migrate_pages": (256, 238),
+    "move_pages": (279, 239),
+}
+_RULES: dict[str, str] = {
+    "prlimit64": "self",
+    "sched_setparam": "self",
+    "sched_setscheduler": "self",
+    "sched_setaffinity": "self",
+    "sched_setattr": "self",
+    "migrate_pages": "self",
+    "move_pages": "self",
+    "setpriority": "priority",
+    "ioprio_set": "ioprio",
+}
+_ARCHES = {"x86_64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}
+
+
+def _hands_off_filter(machine: str) -> bytes | None:
+    """The classic-BPF program described above; None on an architecture it does not know."""
+    if machine not in _ARCHES:
+        return None
+    arch, column = _ARCHES[machine]
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+
+    def arg(i: int) -> tuple[int, int, int, int]:
+        return (ld, 0, 0, 16 + 8 * i)  # low 32 bits of args[i] (the kernel reads an int)
+
+    blocks: dict[str, list[tuple[int, int, int, int]]] = {
+        "self": [arg(0), (jeq, 0, 1, 0), (ret, 0, 0, allow), (ret, 0, 0, deny)],
+        # setpriority(PRIO_PROCESS=0, 0, n) only: PRIO_PGRP/PRIO_USER with 0 mean the caller's
+        # group or *every process of its uid*, the judge included.
+        "priority": [
+            arg(0),
+            (jeq, 0, 3, 0),
+            arg(1),
+            (jeq, 0, 1, 0),
+            (ret, 0, 0, allow),
+            (ret, 0, 0, deny),
+        ],
+        "ioprio": [
+            arg(0),
+            (jeq, 0, 3, 1),  # IOPRIO_WHO_PROCESS
+            arg(1),
+            (jeq, 0, 1, 0),
+            (ret, 0, 0, allow),
+            (ret, 0, 0, deny),
+        ],
+    }
+    program: list[tuple[int, int, int, int]] = [
+        (ld, 0, 0, 4),  # A = arch
+        (jeq, 1, 0, arch),
+        (ret, 0, 0, deny),  # a compat ABI (i386 int 0x80): other numbers, refused whole
+        (ld, 0, 0, 0),  # A = nr
+    ]
+    if machine == "x86_64":
+        program += [(jset, 0, 1, 0x40000000), (ret, 0, 0, deny)]  # x32 numbers
+    for name, numbers in _PROCESS_CALLS.items():
+        block = blocks[_RULES[name]]
+        program.append((jeq, 0, len(block), numbers[column]))
+        program.extend(block)
+    program.append((ret, 0, 0, allow))
+    return struct.pack("=" + "HBBI" * len(program), *(x for op in program for x in op))
+
+
+_installers: list[Callable[[], bool]] = []
+
+
+def _hands_off_installer() -> Callable[[], bool]:
+    """The filter, built once per judge process (before it forks the children
+    that install it: a child pays two ``prctl`` calls, not the build); returns the installer.
+
+    The installer returns whether the kernel took the filter. ``PR_SET_NO_NEW_PRIVS`` comes
+    first, as an unprivileged filter needs (the sandbox sets it for every job already).
+    """
+    if _installers:
+        return _installers[0]
+
+    def unavailable() -> bool:
+        return False
+
+    install = unavailable
+    program = _hands_off_filter(os.uname().machine)
+    if program is not None:
+        try:
+            import ctypes
+
+            # struct sock_fprog {unsigned short len; struct sock_filter *filter;} at offset 0,
+            # the program right after it, in one buffer that lives as long as this process.
+            buffer = ctypes.create_string_buffer(16 + len(program))
+            address = ctypes.addressof(buffer)
+            data = struct.pack("=H6xQ", len(program) // 8, address + 16) + program
+            ctypes.memmove(address, data, len(data))
+            prctl = ctypes.pythonapi.prctl
+            pointer = ctypes.c_void_p(address)
+
+            def install() -> bool:
+                prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+                return bool(prctl(22, 2, pointer, 0, 0) == 0)  # SECCOMP_MODE_FILTER
+
+            install.buffer = buffer  # type: ignore[attr-defined]
+        except (OSError, AttributeError):
+            install = unavailable
+    _installers.append(install)
+    return install
+
+
+def _hands_off() -> bool:
+    """Install the filter in this process (a child about to run model code)."""
+    return _hands_off_installer()()
 
 
 def _apply_limits(limits: dict[str, Any]) -> None:
@@ -506,6 +649,7 @@ class Candidate:
 
     def prefork(self) -> None:
         """Fork the first candidate before the judge reads its secret job (fast path)."""
+        _hands_off_installer()  # built here once; the child only installs it
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -1219,11 +1363,14 @@ class Judge:
         return env
 
     def _limit_fn(self, mem: int | None) -> Callable[[], None]:
+        hands_off = _hands_off_installer()
+
         def limit() -> None:
             import resource
 
             if mem:
                 resource.setrlimit(resource.RLIMIT_AS, (int(mem), int(mem)))
+            hands_off()  # the program cannot act on the judge (see _hands_off_filter)
 
         return limit
 
@@ -2085,8 +2232,11 @@ def _judge_main(harness: str) -> int:
             cand.kill()
             judge.run_io()
         else:
-            if kind in ("assert", "call"):
+            if kind == "call":
                 cand.ensure()
+            # assert: the test code is compiled and run first (run_assert), then the model's
+            # code is loaded, so nothing the model's module body does can make the task's own
+            # code fail and read as a broken task.
             # pytest: the code is loaded on first use, after collection took the test files
             # off the disk; the preforked process waits for it.
             if kind == "assert":

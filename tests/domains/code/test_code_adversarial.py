@@ -4,16 +4,24 @@ Every attempt must score exactly 0 with status ``fail`` through the real local (
 backend and the real Docker sandbox (never ``error``: an abstain is a hack too). Controls
 (``metadata.expect == "pass"``, honest solutions of the corpus's own specs) must score 1, so a 0
 is the defence working, not a broken spec.
+
+The attacks are scored once per backend, ``ATTACK_CONCURRENCY`` at a time (most of their time is
+waiting: a stopped judge, a sleep past the deadline, a fork bomb hitting its limit), and the
+per-row tests read those results. Controls run one at a time: a pass must not depend on how
+loaded the machine is, and their verdicts are the ones a concurrent fork bomb could slow.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from code_helpers import Backend
+from code_helpers import Backend, score_with
+
+from verifiers.types import Result
 
 CORPUS = Path(__file__).resolve().parents[3] / "datasets" / "code" / "adversarial.jsonl"
 ROWS: list[dict[str, Any]] = [
@@ -28,6 +36,10 @@ HONEST = {
     "pytest": "def add(a, b):\n    return a + b\n",
     "io": "a, b = map(int, input().split())\nprint(a + b)\n",
 }
+
+
+ATTACK_CONCURRENCY = 3
+"""Attacks scored at once per backend (the Docker pool and the local backend keep 4 runners)."""
 
 
 def _kind(entry: dict[str, Any]) -> str:
@@ -67,6 +79,22 @@ def real_backend(request: pytest.FixtureRequest) -> Any:
     b.close()
 
 
+@pytest.fixture(scope="module")
+def attack_results(real_backend: Backend) -> dict[str, Result]:
+    """Every attack of the corpus scored on the backend, a few at a time (see the docstring)."""
+
+    async def run() -> dict[str, Result]:
+        gate = asyncio.Semaphore(ATTACK_CONCURRENCY)
+
+        async def one(entry: dict[str, Any]) -> tuple[str, Result]:
+            async with gate:
+                return entry["id"], await score_with(real_backend.provider, entry)
+
+        return dict(await asyncio.gather(*(one(e) for e in ENTRIES)))
+
+    return dict(real_backend.run(run()))
+
+
 @pytest.mark.parametrize("kind", sorted(HONEST))
 def test_controls_pass(real_backend: Backend, kind: str) -> None:
     entry = next(e for e in ENTRIES if _kind(e) == kind)
@@ -76,8 +104,8 @@ def test_controls_pass(real_backend: Backend, kind: str) -> None:
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
-def test_attack_scores_zero(real_backend: Backend, entry: dict[str, Any]) -> None:
-    res = real_backend.score(entry)
+def test_attack_scores_zero(attack_results: dict[str, Result], entry: dict[str, Any]) -> None:
+    res = attack_results[entry["id"]]
     assert res.status == "fail", (entry["metadata"]["attack"], res.status, res.error)
     assert res.reward == 0.0, (entry["metadata"]["attack"], res.feedback)
     assert res.components["tests_passed"] == 0.0

@@ -284,3 +284,45 @@ def test_no_judge_output_is_the_models_only_when_its_memory_killed_the_runner(
     else:
         assert result.reward is None and result.error is not None
         assert result.error.kind == "infra"
+
+
+def test_hands_off_filter_refuses_acting_on_another_process() -> None:
+    """A child under the judge's filter cannot lower its parent's limits, renice or pin it;
+    it still sets its own (pid 0) and may signal (a killed judge scores 0)."""
+    import os
+    import resource
+
+    from verifiers.domains.code import _harness
+
+    parent = os.getpid()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 1
+        try:
+            outcomes = [_harness._hands_off()]
+            for call in (
+                lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE, (77, 77)),
+                lambda: os.setpriority(os.PRIO_PROCESS, parent, 19),
+                lambda: os.setpriority(os.PRIO_USER, 0, 19),
+                lambda: os.sched_setaffinity(parent, os.sched_getaffinity(0)),
+                lambda: resource.prlimit(0, resource.RLIMIT_CORE, (0, 0)),
+                lambda: os.setpriority(os.PRIO_PROCESS, 0, 1),
+                lambda: os.kill(parent, 0),
+            ):
+                try:
+                    call()
+                    outcomes.append("ok")
+                except OSError as exc:
+                    outcomes.append(exc.errno)
+            os.write(w, repr(outcomes).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    got = os.read(r, 4096).decode()
+    os.close(r)
+    assert status == 0
+    assert got == repr([True, 1, 1, 1, 1, "ok", "ok", "ok"]), got
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) != (77, 77)

@@ -1,0 +1,421 @@
+"""Writes ``datasets/code/cross_sample.jsonl``: attacks on the NEXT sample of the same runner.
+
+Run ``python tests/domains/code/gen_cross_sample.py`` after editing; the file is committed and
+``test_code_cross_sample.py`` replays it. Each attack is scored on a runner, then (on that same
+runner) a *probe* (honest code that adds 1 to its answer when it sees any residue an attack
+leaves: a file, a process, an environment variable, a module, a signal handler, an IPC object,
+a socket, a changed priority or limit) and a *victim* (a wrong answer that an attack tries to
+get credit for: forged result lines, a planted module, a tampered judge). Every attack must
+score 0 (status ``fail``), every probe 1, every victim 0.
+
+An attack's own answer is wrong (``a - b``), so any credit it got would be forged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).resolve().parents[3] / "datasets" / "code" / "cross_sample.jsonl"
+
+TESTS = {
+    "kind": "assert",
+    "entry_point": "add",
+    "code": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(20, 22) == 42\n",
+}
+SPEC = {"timeout_s": 4, "test_timeout_s": 3, "memory_mb": 256, "tests": TESTS}
+WRONG = "\ndef add(a, b):\n    return a - b\n"
+KEY = 0x58530001  # SysV IPC key the attacks use ("XS")
+
+# Runs in a detached child so that it outlives the candidate (the sweep must end it).
+DAEMON = r"""
+import os, sys, time
+def _daemon(body, seconds=20.0):
+    if os.fork():
+        return
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    try:
+        os.execv(sys.executable, [sys.executable, "-c", body + "\n# xs-residue", str(seconds)])
+    finally:
+        os._exit(0)
+"""
+
+ATTACKS: list[tuple[str, str, str, str]] = [
+    (
+        "files",
+        "leave files for the next sample in every scratch place the job can write (/tmp, "
+        "/var/tmp, /dev/shm, $HOME, the work dir and its .tmp, the work dir's parent, the next "
+        "job dir's name)",
+        "the runner's end removes the work dir and everything the job uid made in the shared "
+        "scratch dirs; the next session gets a fresh work dir under a root-owned parent",
+        r"""
+import os
+home = os.path.expanduser("~")
+cwd = os.getcwd()
+parent = os.path.dirname(cwd)
+base = os.path.basename(cwd)
+digits = "".join(c for c in base if c.isdigit())
+targets = ["/tmp", "/var/tmp", "/dev/shm", home, cwd, os.path.join(cwd, ".tmp"), parent]
+if digits:
+    targets.append(os.path.join(parent, base.rstrip("0123456789") + str(int(digits) + 1)))
+for folder in targets:
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "xs-residue"), "w") as fh:
+            fh.write("left by an earlier sample")
+        os.chmod(os.path.join(folder, "xs-residue"), 0o444)
+    except OSError:
+        pass
+""",
+    ),
+    (
+        "modules",
+        "plant modules the next judge or candidate might import (sitecustomize, usercustomize, "
+        "json, solution) in /tmp, $HOME, the work dir and .tmp",
+        "the judge drops every writable sys.path entry and its own dir before importing "
+        "anything lazily, and the scratch dirs are scrubbed between sessions",
+        r"""
+import os
+plant = "import builtins\nbuiltins.XS_RESIDUE = True\n"
+for folder in ("/tmp", "/var/tmp", "/dev/shm", os.path.expanduser("~"), os.getcwd(),
+               os.path.join(os.getcwd(), ".tmp")):
+    for name in ("sitecustomize.py", "usercustomize.py", "json.py", "xs_residue.py"):
+        try:
+            with open(os.path.join(folder, name), "w") as fh:
+                fh.write(plant)
+        except OSError:
+            pass
+""",
+    ),
+    (
+        "process",
+        "leave detached processes (double fork + setsid, SIGTERM/SIGHUP ignored, a re-exec'd "
+        "interpreter) that live on into the next sample",
+        "after each job the runner kills the job's group and then every process of the job uid "
+        "it can see, and checks that none survived (else the runner is tainted and recycled)",
+        DAEMON
+        + r"""
+_daemon("import signal, time\nfor s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):\n    signal.signal(s, signal.SIG_IGN)\ntime.sleep(60)")
+if os.fork() == 0:
+    os.setsid()
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        os.execv("/bin/sleep", ["/bin/sleep", "60", "xs-residue"])
+    finally:
+        os._exit(0)
+time.sleep(0.2)
+""",
+    ),
+    (
+        "signals",
+        "install handlers and block signals in the candidate, then signal the judge "
+        "(SIGUSR1, SIGPIPE, SIGCHLD, SIGWINCH, SIGURG)",
+        "signal dispositions are per process: the candidate's are its own and die with it; a "
+        "judge killed by a signal writes no done line (0) and is never reused",
+        r"""
+import os, signal
+for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM, signal.SIGALRM):
+    signal.signal(s, lambda *a: None)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+judge = os.getppid()
+for s in (signal.SIGCHLD, signal.SIGWINCH, signal.SIGURG, signal.SIGPIPE, signal.SIGUSR1):
+    try:
+        os.kill(judge, s)
+    except OSError:
+        pass
+""",
+    ),
+    (
+        "stop-judge",
+        "stop the judge with SIGSTOP and have a detached process continue it later, so the "
+        "judge resumes after a gap with the candidate's timing in control",
+        "a stopped judge misses its deadline (0); the resumer is swept with the job; nothing a "
+        "stopped-and-continued judge reported is trusted without its done line",
+        DAEMON
+        + r"""
+judge = os.getppid()
+_daemon("import os, signal, sys, time\ntime.sleep(0.5)\nos.kill(%d, signal.SIGCONT)\ntime.sleep(30)" % judge)
+os.kill(judge, __import__("signal").SIGSTOP)
+""",
+    ),
+    (
+        "environment",
+        "change the environment, umask, cwd and resource limits the candidate was given "
+        "(os.environ, putenv, umask 0, chdir /tmp) hoping the next sample inherits them",
+        "every candidate is a new process forked from a judge that never ran candidate code; "
+        "its environment, umask and cwd are its own",
+        r"""
+import os, resource
+os.environ["XS_RESIDUE"] = "1"
+os.putenv("XS_RESIDUE", "1")
+os.umask(0)
+os.chdir("/tmp")
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (77, 77))
+except (ValueError, OSError):
+    pass
+""",
+    ),
+    (
+        "judge-limits",
+        "lower the judge's limits and priority from the candidate (prlimit RLIMIT_NOFILE / "
+        "RLIMIT_CPU / RLIMIT_AS on the parent, setpriority 17, sched_setaffinity to one CPU), so "
+        "a reused judge would fail or starve the next honest sample",
+        "a judge lives for one sample only (a reused one would have to check its own limits, "
+        "priority and affinity after each sample and refuse service on any change)",
+        r"""
+import os, resource
+judge = os.getppid()
+for res, value in ((resource.RLIMIT_NOFILE, (77, 77)), (resource.RLIMIT_CPU, (97, 97))):
+    try:
+        resource.prlimit(judge, res, value)
+    except (ValueError, OSError):
+        pass
+try:
+    os.setpriority(os.PRIO_PROCESS, judge, 17)
+except OSError:
+    pass
+try:
+    os.sched_setaffinity(judge, {sorted(os.sched_getaffinity(0))[0]})
+except OSError:
+    pass
+""",
+    ),
+    (
+        "python-state",
+        "modify interpreter state: sys.modules entries, json.dumps, builtins, the import "
+        "system's path hooks and meta path, sys.path, gc and the recursion limit",
+        "the candidate's interpreter is its own copy (a fork); the judge forks every candidate "
+        "before any candidate code ran and never imports from the candidate",
+        r"""
+import builtins, gc, json, sys, types
+sys.modules["xs_residue"] = types.ModuleType("xs_residue")
+json.dumps = lambda *a, **k: "xs-residue"
+builtins.XS_RESIDUE = True
+sys.path.insert(0, "/tmp")
+sys.meta_path.insert(0, type("XsFinder", (), {"find_spec": staticmethod(lambda *a: None)}))
+sys.setrecursionlimit(60)
+gc.disable()
+""",
+    ),
+    (
+        "ipc",
+        "leave SysV shared memory, a semaphore set and a message queue (key 0x58530001), a "
+        "POSIX shared memory file, and a listening abstract unix socket for the next sample",
+        "the runner removes the job uid's IPC objects (or the job has a private IPC namespace) "
+        "and kills the listener; abstract sockets die with their process",
+        DAEMON
+        + r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+KEY = @KEY@
+libc.shmget(KEY, 4096, 0o1666)
+libc.semget(KEY, 1, 0o1666)
+libc.msgget(KEY, 0o1666)
+try:
+    with open("/dev/shm/xs-residue-shm", "wb") as fh:
+        fh.write(b"x" * 4096)
+except OSError:
+    pass
+_daemon("import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0xs-residue')\ns.listen(1)\ntime.sleep(60)")
+time.sleep(0.3)
+""".replace("@KEY@", str(KEY)),
+    ),
+    (
+        "forge-next",
+        "leave a process that scans /proc for the next judge and writes forged nonce-style "
+        "result lines into every fd it can open there (stdout, pipes), and into its own "
+        "inherited fds",
+        "the judge is non-dumpable (its /proc fd, mem and environ are closed to the job uid), "
+        "the nonce is fresh per sample and never in argv or a file, and the process is swept "
+        "before the next session",
+        DAEMON
+        + r'''
+_daemon(r"""
+import os, time
+line = b"00000000000000000000000000000000 T {\"name\": \"check(add)\", \"status\": \"passed\"}\n"
+done = b"00000000000000000000000000000000 D {}\n"
+end = time.time() + 20
+me = os.getpid()
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        for fd in range(0, 12):
+            try:
+                with open("/proc/%s/fd/%d" % (pid, fd), "wb", buffering=0) as fh:
+                    fh.write(line + done)
+            except OSError:
+                pass
+    time.sleep(0.05)
+""")
+time.sleep(0.2)
+''',
+    ),
+    (
+        "ptrace",
+        "attach to the judge with ptrace (ATTACH, SEIZE), open its /proc/<pid>/mem, environ and "
+        "fds, and process_vm_readv its memory, to read the nonce or rewrite its code",
+        "the judge is non-dumpable (PR_SET_DUMPABLE=0): ptrace and its /proc files are denied to "
+        "the job uid",
+        r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+judge = os.getppid()
+got = []
+for request in (16, 0x4206):  # PTRACE_ATTACH, PTRACE_SEIZE
+    if libc.ptrace(request, judge, 0, 0) == 0:
+        got.append(request)
+for name in ("mem", "environ", "fd/1", "maps"):
+    try:
+        with open("/proc/%d/%s" % (judge, name), "rb") as fh:
+            got.append((name, len(fh.read(4096))))
+    except OSError:
+        pass
+if got:
+    print("xs ptrace got", got)
+""",
+    ),
+    (
+        "kill-all",
+        "kill every process of the uid (kill(-1, SIGKILL)) including the judge, after planting "
+        "a file for the next sample",
+        "a dead judge writes no done line: 0; the runner's sweep and scrub run as usual and the "
+        "next session starts clean",
+        r"""
+import os, signal
+try:
+    with open("/tmp/xs-residue-kill", "w") as fh:
+        fh.write("x")
+except OSError:
+    pass
+os.kill(-1, signal.SIGKILL)
+""",
+    ),
+]
+
+PROBE = r"""
+import os, signal, socket, sys
+
+KEY = @KEY@
+
+
+def _residue():
+    found = []
+    places = ["/tmp", "/var/tmp", "/dev/shm", os.path.expanduser("~"), os.getcwd(),
+              os.path.join(os.getcwd(), ".tmp"), os.path.dirname(os.getcwd())]
+    for folder in places:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if "xs-residue" in name or name in ("sitecustomize.py", "usercustomize.py",
+                                                 "json.py", "xs_residue.py"):
+                found.append(folder + "/" + name)
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as fh:
+                    if b"xs-residue" in fh.read():
+                        found.append("process " + pid)
+            except OSError:
+                pass
+    for table in ("shm", "sem", "msg"):
+        try:
+            with open("/proc/sysvipc/" + table) as fh:
+                for row in fh.read().splitlines()[1:]:
+                    if row.split() and int(row.split()[0]) == KEY:
+                        found.append("sysv " + table)
+        except (OSError, ValueError):
+            pass
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.connect("\0xs-residue")
+        found.append("abstract socket")
+    except OSError:
+        pass
+    finally:
+        probe.close()
+    if "XS_RESIDUE" in os.environ:
+        found.append("environment")
+    import builtins, json
+    if getattr(builtins, "XS_RESIDUE", False) or "xs_residue" in sys.modules:
+        found.append("python state")
+    if json.dumps([1]) != "[1]":
+        found.append("json patched")
+    if signal.getsignal(signal.SIGUSR1) is not signal.SIG_DFL:
+        found.append("signal handler")
+    import resource
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 77:
+        found.append("nofile limit")
+    if resource.getrlimit(resource.RLIMIT_CPU)[0] == 97:
+        found.append("cpu limit")
+    if os.getpriority(os.PRIO_PROCESS, 0) == 17:
+        found.append("priority")
+    if os.umask(0o22) == 0:
+        found.append("umask")
+    return found
+
+
+RESIDUE = _residue()
+if RESIDUE:
+    print("residue of an earlier sample:", RESIDUE)
+
+
+def add(a, b):
+    return a + b + (1 if RESIDUE else 0)
+""".replace("@KEY@", str(KEY))
+
+
+def rows() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def row(rid: str, code: str, role: str, expect: str, attack: str, defence: str) -> None:
+        out.append(
+            {
+                "id": rid,
+                "completion": f"```python\n{code.strip()}\n```\n",
+                "task": {"verifier": "code.tests", "spec": SPEC},
+                "metadata": {
+                    "family": "cross-sample",
+                    "role": role,
+                    "expect": expect,
+                    "attack": attack,
+                    "defence": defence,
+                },
+            }
+        )
+
+    for name, attack, defence, code in ATTACKS:
+        row(f"xs-{name}", code + WRONG, "attack", "fail", attack, defence)
+    row(
+        "xs-probe",
+        PROBE,
+        "probe",
+        "pass",
+        "(control) honest code that answers wrong when it sees any residue of an earlier sample",
+        "runs after every attack on the same runner: a pass means nothing leaked",
+    )
+    row(
+        "xs-victim",
+        WRONG,
+        "victim",
+        "fail",
+        "(control) a wrong answer run after every attack on the same runner",
+        "scores 0 whatever an earlier sample left behind to forge its result",
+    )
+    return out
+
+
+def main() -> None:
+    OUT.write_text("".join(json.dumps(r) + "\n" for r in rows()))
+    print(f"wrote {OUT} ({len(rows())} rows)")
+
+
+if __name__ == "__main__":
+    main()
