@@ -2074,7 +2074,13 @@ def _judge_main(harness: str) -> int:
     try:
         if job.get("program") is not None:
             cand.kill()
-            if judge.build():
+            # The host runs a compiled language in two execs of one session (see
+            # ``_verifier``): "build" compiles and stops; "run" runs the tests on the build.
+            phase = job.get("phase")
+            if phase == "build":
+                if judge.build():
+                    judge.emit("D", {"built": True, "build_s": judge.build_s})
+            elif phase == "run" or judge.build():
                 if kind == "io":
                     judge.run_io()
                 elif kind == "call":
