@@ -1435,11 +1435,17 @@ class Judge:
         except (ValueError, UnicodeDecodeError, RecursionError):
             return {"index": i, "status": "error", "message": "unreadable return value"}
         if kind == b"X":
+            # C++, Java, JS/TS send {"type", "message"} (the type is matched against a case's
+            # ``raises``; "" for the harness's own errors); Go and Rust panics a message only.
+            exc_type, message = "exception", value
+            if isinstance(value, dict):
+                exc_type = str(value.get("type", ""))[:200]
+                message = value.get("message", "")
             return {
                 "index": i,
                 "status": "raised",
-                "exc_type": "exception",
-                "message": str(value)[: self.text_cap],
+                "exc_type": exc_type,
+                "message": str(message)[: self.text_cap],
             }
         try:
             return {"index": i, "status": "returned", "value": encode(value)}
