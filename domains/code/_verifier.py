@@ -361,9 +361,10 @@ def _program(
             raise BadInput(
                 f"code.tests call in {lang.name}: arguments are positional plain JSON (no kwargs, values='json')"
             )
-        if any(c.raises for c in tests.cases):
+        if any(c.raises for c in tests.cases) and lang.name not in _callgen.RAISES:
             raise BadInput(
-                f"code.tests call in {lang.name}: 'raises' cases are Python only; expect a value"
+                f"code.tests call in {lang.name}: 'raises' cases need a language with "
+                f"exceptions ({', '.join(sorted(_callgen.RAISES))}, python); expect a value"
             )
         params = None
         if tests.signature is not None:
