@@ -10,8 +10,10 @@ three io cases):
 * ``docker_run``: one ``docker run --rm --network none`` of the same image per sample that
   compiles the program and runs the three cases (what a harness without a warm pool does).
 
-``build_s`` is the median time from the judge's start to a built program (``details.build_s``):
-the compile cost, paid by both sides; ``run_ratio`` compares the time per sample *without* it.
+``build_s`` is the median time from the judge's start to a built program (``details.build_s``);
+the peer's ``build_s`` is its compile step timed inside its container. ``ratio`` compares
+samples/s end to end; ``run_ratio`` compares the time per sample with each side's OWN median
+compile time taken out (what the warm pool saves on everything but compiling).
 
 Usage::
 
@@ -86,13 +88,25 @@ def items(lang: str, n: int) -> list[dict[str, Any]]:
 
 
 def run_verifiers(lang: str, n: int, concurrency: int, sandbox: str) -> dict[str, Any]:
-    import verifiers
+    """One engine (one warm pool) for the warm-up and the timed batch: ``verifiers.score``
+    makes a fresh engine per call, so warming with it warmed a pool the timed run never saw
+    (the first version of this benchmark timed a pool start with every batch)."""
+    import asyncio
 
-    batch = items(lang, n)
-    verifiers.score(batch[:1], sandbox=sandbox, concurrency=1)  # warm the pool
-    t0 = time.perf_counter()
-    results = verifiers.score(batch, sandbox=sandbox, concurrency=concurrency, retries=0)
-    wall = time.perf_counter() - t0
+    from verifiers.engine import Engine, EngineSettings
+
+    batch = items(lang, n + concurrency)
+    warm, timed = batch[:concurrency], batch[concurrency:]
+
+    async def go() -> tuple[float, list[Any]]:
+        settings = EngineSettings.from_env(sandbox=sandbox, concurrency=concurrency, retries=0)
+        async with Engine(settings) as engine:
+            await engine.score(warm)  # one runner per slot started and used once
+            t0 = time.perf_counter()
+            results = await engine.score(timed)
+            return time.perf_counter() - t0, results
+
+    wall, results = asyncio.run(go())
     builds = [float(r.details.get("build_s") or 0) for r in results if r.details]
     return {
         "wall_s": round(wall, 3),
@@ -110,7 +124,11 @@ def run_docker_run(lang: str, n: int, concurrency: int, tag: str) -> dict[str, A
         f"echo '{c['stdin'].strip()}' | $R > /tmp/o{k}; cat /tmp/o{k}; echo '@@'"
         for k, c in enumerate(cases)
     )
-    script = f"printf '%s' \"$SRC\" > /tmp/{EXT[lang]} && {SCRIPT[lang]} && {runs}"
+    script = (
+        f"printf '%s' \"$SRC\" > /tmp/{EXT[lang]} && t0=$(date +%s%N) && {SCRIPT[lang]}"
+        f' && t1=$(date +%s%N) && {runs} && echo "@@B $(((t1 - t0) / 1000))"'
+    )
+    builds: list[float] = []
 
     def one(i: int) -> bool:
         argv = [
@@ -135,7 +153,10 @@ def run_docker_run(lang: str, n: int, concurrency: int, tag: str) -> dict[str, A
             script,
         ]
         res = subprocess.run(argv, capture_output=True, timeout=300, check=False)
-        outs = res.stdout.decode().split("@@\n")
+        text = res.stdout.decode()
+        if "@@B " in text:
+            builds.append(int(text.rsplit("@@B ", 1)[1].split()[0]) / 1e6)
+        outs = text.split("@@\n")
         return res.returncode == 0 and all(
             outs[k].split() == c["stdout"].split() for k, c in enumerate(cases)
         )
@@ -144,7 +165,12 @@ def run_docker_run(lang: str, n: int, concurrency: int, tag: str) -> dict[str, A
     with ThreadPoolExecutor(concurrency) as pool:
         ok = list(pool.map(one, range(n)))
     wall = time.perf_counter() - t0
-    return {"wall_s": round(wall, 3), "samples_per_s": round(n / wall, 3), "passed": sum(ok)}
+    return {
+        "wall_s": round(wall, 3),
+        "samples_per_s": round(n / wall, 3),
+        "passed": sum(ok),
+        "build_s": round(statistics.median(builds), 3) if builds else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,9 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             mine = out.get(ours)
             if peer and mine:
                 mine["ratio"] = round(mine["samples_per_s"] / peer["samples_per_s"], 2)
-                build = mine.get("build_s") or 0.0
-                per_peer = peer["wall_s"] * args.concurrency / args.n - build
-                per_mine = mine["wall_s"] * args.concurrency / args.n - build
+                per_peer = peer["wall_s"] * args.concurrency / args.n - (peer.get("build_s") or 0)
+                per_mine = mine["wall_s"] * args.concurrency / args.n - (mine.get("build_s") or 0)
                 if per_mine > 0 and per_peer > 0:
                     mine["run_ratio"] = round(per_peer / per_mine, 2)
         print(json.dumps(out), flush=True)

@@ -32,6 +32,14 @@ So both backends run bit-identical files, and the host's venv is never visible t
     KEY = "value"
     [runtime.commands]              # optional: tools that must run (a toolchain's version)
     gcc = { argv = ["gcc", "--version"], expect = "12.2" }
+    # and, in [runtime]:
+    setup = "setup.sh"              # optional: a script in the folder, run last in the build
+
+``setup`` runs as root with ``/bin/sh`` inside the root filesystem being built (after apt and
+pip, before the check), with the definition folder read-only at ``/tmp/runtime``. It is for
+trusted artifacts that every job would otherwise rebuild: precompiled headers, compiled helper
+libraries. It runs once per definition hash (the folder's files are in the hash), so its output
+is as reproducible as the packages, and it lands in the read-only root no job can write.
 
 Each ``commands`` entry is run in the built root filesystem (read-only, no network) by the
 runtime check: it must exit 0 and, when ``expect`` is given, print that text; the first line
@@ -104,6 +112,7 @@ _KEYS = {
     "preload",
     "overhead_mb",
     "commands",
+    "setup",
 }
 _PIP_VERSION = "24.3.1"
 _PLATFORMS = (
@@ -135,6 +144,8 @@ class Runtime:
     """Memory the preloaded zygote keeps resident, added to a container's cgroup limit."""
     commands: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
     """Check commands: name -> (argv, text the output must contain, "" for any)."""
+    setup: str | None = None
+    """Script (in the definition folder) run last in the build, as root in the new root."""
 
     @property
     def interpreter(self) -> str:
@@ -228,6 +239,11 @@ def load_runtime(folder: Path) -> Runtime | None:
         not isinstance(preload, str) or not (folder / preload).is_file() or "/" in preload
     ):
         raise InfraError(f"{file}: [runtime].preload must name a file in {folder}")
+    setup = table.get("setup")
+    if setup is not None and (
+        not isinstance(setup, str) or "/" in setup or not (folder / setup).is_file()
+    ):
+        raise InfraError(f"{file}: [runtime].setup must name a file in {folder}")
     overhead = table.get("overhead_mb", 0)
     if not isinstance(overhead, int) or isinstance(overhead, bool) or overhead < 0:
         raise InfraError(f"{file}: [runtime].overhead_mb must be a whole number >= 0")
@@ -254,6 +270,7 @@ def load_runtime(folder: Path) -> Runtime | None:
     return Runtime(
         name=folder.name,
         commands=commands,
+        setup=setup,
         preload=preload,
         overhead_mb=overhead,
         folder=folder,
@@ -419,6 +436,8 @@ def _build_script(runtime: Runtime) -> str:
             "--disable-pip-version-check --root-user-action=ignore --break-system-packages "
             '"$@"',
         ]
+    if runtime.setup:
+        lines.append(f"/bin/sh /tmp/runtime/{runtime.setup}")
     lines += ["mkdir -p /work", "chmod 0755 /work"]
     return "\n".join(lines) + "\n"
 
@@ -556,7 +575,11 @@ def build_rootfs(
                 work,
                 ["/bin/sh", "-c", _build_script(runtime)],
                 writable=True,
-                extra=[*_resolv_conf(), "--ro-bind", str(wheels), "/tmp/wheels"],
+                extra=[
+                    *_resolv_conf(),
+                    *("--ro-bind", str(wheels), "/tmp/wheels"),
+                    *("--ro-bind", str(runtime.folder), "/tmp/runtime"),
+                ],
             )
             if done.returncode != 0:
                 tail = (done.stdout + done.stderr)[-3000:]

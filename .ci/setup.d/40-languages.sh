@@ -7,8 +7,9 @@
 # definition, sandbox/images/languages/runtime.toml, builds the root filesystem the local
 # backend runs jobs in and the Docker image (`docker import` of the same folder), cached under
 # $VERIFIERS_SANDBOX_CACHE by the definition's hash: a re-run with it in place takes a second.
-# A fresh machine (base already debootstrapped) needs about 100 s here: apt ~75 s for ~1.3 GB
-# of toolchains, the toolchain check 5 s, the import 20 s; 1.7 GB of disk.
+# A fresh machine (base already debootstrapped) needs about 130 s here: apt ~75 s for ~1.3 GB
+# of toolchains, setup.sh ~30 s (two C++ precompiled headers, 200 MB), the toolchain check 5 s,
+# the import 20 s; 1.9 GB of disk. (Measured 396 s under a load average of 23.)
 set -euo pipefail
 
 PY="${PY:-python3}"

@@ -15,62 +15,125 @@ exactly one record per case, in order, only for the case it started, and a recor
 fails the case; the comparison and the count of cases are the host's. A program that exits,
 crashes or hangs during a case fails that case; the judge restarts the harness at the next one.
 
-Types (``CallTests.signature``): ``int`` (C++/Java ``int``, Go ``int``, Rust ``i32``), ``long``
-(64-bit), ``float`` (double), ``bool``, ``str``, ``list[T]`` (``std::vector``, ``List<T>``,
-``[]T``, ``Vec<T>``). JavaScript and TypeScript need none (arguments are ``JSON.parse``d).
+Types (``CallTests.signature``), one table per language (:data:`SYNTAX`), so a language is a
+row and a type is a column, never a new emitter:
+
+* ``int`` (C++/Java ``int``, Go ``int``, Rust ``i32``), ``long`` (64-bit), ``float`` (double),
+  ``bool``, ``str``;
+* ``list[T]`` (``std::vector``, ``java.util.List``, ``[]T``, ``Vec<T>``);
+* ``dict[str,T]`` (``std::map<std::string,T>``, ``java.util.Map<String,T>``,
+  ``map[string]T``, ``HashMap<String,T>``): a JSON object;
+* ``tuple[T1,T2,...]`` (``std::tuple``, a Rust tuple; not Java or Go, which have none): a
+  JSON list;
+* ``&T`` at the top of a parameter: passed by reference (Rust ``&a``, which coerces to
+  ``&str`` and ``&[T]``; C++ ``const T&`` parameters bind to values anyway; ignored by Java
+  and Go).
+
+JavaScript and TypeScript need none (arguments are ``JSON.parse``d).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from verifiers.errors import BadInput
 
-__all__ = ["MARK", "harness_source", "parse_type", "check_value"]
+__all__ = ["MARK", "RAISES", "SYNTAX", "check_value", "harness_source", "parse_type"]
+
+RAISES = frozenset({"cpp", "java", "javascript", "typescript"})
+"""Languages whose harness reports a thrown exception's type, so ``raises`` cases work: C++
+(the demangled type: ``std::invalid_argument``), Java (the simple class name:
+``IllegalArgumentException``), JavaScript/TypeScript (the constructor's name: ``RangeError``).
+Go and Rust panics are not exceptions (a panic fails the case)."""
 
 MARK = "\x1e@"
 """Start of a harness record line: ``\\x1e@R <index> <json>`` or ``\\x1e@X <index> <json str>``."""
 
-Type = str | tuple[str, Any]
+Type = str | tuple[Any, ...]
+"""A parsed type: a scalar name, ``("list", T)``, ``("dict", T)``, ``("tuple", (T, ...))`` or
+``("ref", T)`` (top level only)."""
 
 _SCALARS = ("int", "long", "float", "bool", "str")
 _IDENT_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_MAX_DEPTH = 8
+_MAX_TYPE_CHARS = 400
+
+
+def _type_error(text: str, why: str = "") -> BadInput:
+    return BadInput(
+        f"code.tests call signature: unknown type {text[:80]!r}{why}; use int, long, float, "
+        "bool, str, list[T], dict[str,T], tuple[T,...] (nested up to 8), optionally '&' first"
+    )
 
 
 def parse_type(text: str) -> Type:
-    """``"list[list[int]]"`` -> ``("list", ("list", "int"))``.
+    """``"list[list[int]]"`` -> ``("list", ("list", "int"))``; ``"&str"`` -> ``("ref", "str")``.
+
+    A recursive descent over at most 400 characters and 8 levels (linear in the text).
 
     Raises:
         BadInput: not a type of the vocabulary (the message lists it).
     """
     t = text.replace(" ", "")
-    depth = 0
-    out: Type
-    while t.startswith("list[") and t.endswith("]"):
-        t = t[5:-1]
-        depth += 1
-        if depth > 8:
-            break
-    if t not in _SCALARS or depth > 8:
-        raise BadInput(
-            f"code.tests call signature: unknown type {text!r}; use int, long, float, bool, "
-            "str or list[T] (nested up to 8)"
-        )
-    out = t
-    for _ in range(depth):
-        out = ("list", out)
-    return out
+    if len(t) > _MAX_TYPE_CHARS:
+        raise _type_error(text, " (too long)")
+    ref = t.startswith("&")
+    pos, typ = _parse_at(t, 1 if ref else 0, 0, text)
+    if pos != len(t):
+        raise _type_error(text)
+    return ("ref", typ) if ref else typ
+
+
+def _parse_at(t: str, pos: int, depth: int, text: str) -> tuple[int, Type]:
+    if depth > _MAX_DEPTH:
+        raise _type_error(text, " (nested deeper than 8)")
+    for scalar in _SCALARS:
+        if t.startswith(scalar, pos) and not t.startswith("[", pos + len(scalar)):
+            return pos + len(scalar), scalar
+    for head in ("list[", "dict[str,", "tuple["):
+        if t.startswith(head, pos):
+            pos += len(head)
+            items: list[Type] = []
+            while True:
+                pos, item = _parse_at(t, pos, depth + 1, text)
+                items.append(item)
+                if head != "tuple[" or not t.startswith(",", pos):
+                    break
+                pos += 1
+            if not t.startswith("]", pos):
+                raise _type_error(text)
+            name = head.split("[")[0]
+            return pos + 1, (name, tuple(items)) if name == "tuple" else (name, items[0])
+    raise _type_error(text)
 
 
 def check_value(value: Any, typ: Type, where: str) -> None:
     """Raise BadInput when ``value`` (JSON) does not fit ``typ``."""
     if isinstance(typ, tuple):
-        if not isinstance(value, list):
-            raise BadInput(f"code.tests call: {where} must be a list for type list[...]")
-        for i, v in enumerate(value):
-            check_value(v, typ[1], f"{where}[{i}]")
+        kind = typ[0]
+        if kind == "ref":
+            check_value(value, typ[1], where)
+        elif kind == "list":
+            if not isinstance(value, list):
+                raise BadInput(f"code.tests call: {where} must be a list for type list[...]")
+            for i, v in enumerate(value):
+                check_value(v, typ[1], f"{where}[{i}]")
+        elif kind == "dict":
+            if not isinstance(value, dict):
+                raise BadInput(f"code.tests call: {where} must be an object for type dict[...]")
+            for k, v in value.items():
+                check_value(v, typ[1], f"{where}[{str(k)[:40]!r}]")
+        else:
+            if not isinstance(value, list) or len(value) != len(typ[1]):
+                raise BadInput(
+                    f"code.tests call: {where} must be a list of {len(typ[1])} for its tuple type"
+                )
+            for i, (v, t) in enumerate(zip(value, typ[1], strict=True)):
+                check_value(v, t, f"{where}[{i}]")
         return
     ok = {
         "int": isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31,
@@ -90,107 +153,148 @@ def check_value(value: Any, typ: Type, where: str) -> None:
         )
 
 
-def _type_text(typ: Type, lang: str) -> str:
-    if isinstance(typ, tuple):
-        inner = _type_text(typ[1], lang)
-        boxed = _type_text(typ[1], "java-boxed") if lang == "java" else inner
-        return {
-            "cpp": f"std::vector<{inner}>",
-            "java": f"java.util.List<{boxed}>",
-            "java-boxed": f"java.util.List<{_type_text(typ[1], 'java-boxed')}>",
-            "go": f"[]{inner}",
-            "rust": f"Vec<{inner}>",
-        }[lang]
-    table = {
-        "cpp": {
-            "int": "int",
-            "long": "long long",
-            "float": "double",
-            "bool": "bool",
-            "str": "std::string",
-        },
-        "java": {
-            "int": "int",
-            "long": "long",
-            "float": "double",
-            "bool": "boolean",
-            "str": "String",
-        },
-        "java-boxed": {
-            "int": "Integer",
-            "long": "Long",
-            "float": "Double",
-            "bool": "Boolean",
-            "str": "String",
-        },
-        "go": {"int": "int", "long": "int64", "float": "float64", "bool": "bool", "str": "string"},
-        "rust": {"int": "i32", "long": "i64", "float": "f64", "bool": "bool", "str": "String"},
-    }
-    return table[lang][typ]
-
-
 def _float_text(value: float) -> str:
     text = repr(float(value))
     return text if any(c in text for c in ".e") else text + ".0"
 
 
-def _str_literal(value: str, lang: str) -> str:
-    out = ['"']
-    for ch in value:
-        code = ord(ch)
-        if ch.isascii() and ch.isalnum() or ch in " _-+.,:;!?()[]{}<>=*/&|^~@#%'`":
-            out.append(ch)
-        elif lang == "cpp":
-            out.append("".join(f"\\{b:03o}" for b in ch.encode("utf-8", "surrogatepass")))
-        elif lang == "rust":
-            if 0xD800 <= code <= 0xDFFF:
-                raise BadInput("code.tests call: a str argument holds a lone surrogate")
-            out.append(f"\\u{{{code:x}}}")
-        elif lang == "go":
-            if 0xD800 <= code <= 0xDFFF:
-                raise BadInput("code.tests call: a str argument holds a lone surrogate")
-            out.append(f"\\U{code:08x}")
-        elif code < 0x80:
-            # java: never \\u for ASCII. javac turns \\u0022 into a raw quote (and \\u000a into a
-            # line break) *before* it reads the literal, so it would end the string.
-            out.append(f"\\{code:03o}")
-        else:  # java, beyond ASCII: UTF-16 units (no syntax character can come out of them)
-            for unit in ch.encode("utf-16-be", "surrogatepass").hex(" ", 2).split():
-                out.append(f"\\u{unit}")
-    out.append('"')
-    return "".join(out)
+def _escape_cpp(ch: str) -> str:
+    return "".join(f"\\{b:03o}" for b in ch.encode("utf-8", "surrogatepass"))
 
 
-def _literal(value: Any, typ: Type, lang: str) -> str:
-    if isinstance(typ, tuple):
-        items = [_literal(v, typ[1], lang) for v in value]
-        if lang == "cpp":
-            return f"{_type_text(typ, 'cpp')}{{{', '.join(items)}}}"
-        if lang == "go":
-            return f"{_type_text(typ, 'go')}{{{', '.join(items)}}}"
-        if lang == "rust":
-            return f"vec![{', '.join(items)}]"
-        boxed = _type_text(typ[1], "java-boxed")
-        return f"new java.util.ArrayList<{boxed}>(java.util.Arrays.<{boxed}>asList({', '.join(items)}))"
-    if typ == "bool":
-        return "true" if value else "false"
-    if typ == "str":
-        text = _str_literal(value, lang)
-        return {
-            "cpp": f"std::string({text}, {len(value.encode('utf-8', 'surrogatepass'))})",
-            "rust": f"String::from({text})",
-        }.get(lang, text)
-    if typ == "float":
-        text = _float_text(value)
-        return {"go": f"float64({text})", "rust": f"{text}_f64"}.get(lang, text)
-    n = int(value)
-    if typ == "int":
-        if lang == "cpp" and n == -(2**31):
-            return "(-2147483647 - 1)"
-        return {"go": f"int({n})", "rust": f"{n}_i32"}.get(lang, str(n))
-    if lang == "cpp":
-        return "(-9223372036854775807LL - 1)" if n == -(2**63) else f"{n}LL"
-    return {"java": f"{n}L", "go": f"int64({n})", "rust": f"{n}_i64"}[lang]
+def _escape_rust(ch: str) -> str:
+    code = ord(ch)
+    if 0xD800 <= code <= 0xDFFF:
+        raise BadInput("code.tests call: a str argument holds a lone surrogate")
+    return f"\\u{{{code:x}}}"
+
+
+def _escape_go(ch: str) -> str:
+    code = ord(ch)
+    if 0xD800 <= code <= 0xDFFF:
+        raise BadInput("code.tests call: a str argument holds a lone surrogate")
+    return f"\\U{code:08x}"
+
+
+def _escape_java(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x80:
+        # never \\u for ASCII: javac turns \\u0022 into a raw quote (and \\u000a into a line
+        # break) *before* it reads the literal, so it would end the string.
+        return f"\\{code:03o}"
+    # beyond ASCII: UTF-16 units (no syntax character can come out of them)
+    units = ch.encode("utf-16-be", "surrogatepass").hex(" ", 2).split()
+    return "".join(f"\\u{unit}" for unit in units)
+
+
+_PLAIN = frozenset(" _-+.,:;!?()[]{}<>=*/&|^~@#%'`")
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """How one typed language writes the harness: its types, literals and per-case code.
+
+    Format fields: ``{t}`` a type, ``{v}`` a value, ``{items}`` comma-joined items, ``{k}`` a
+    key literal, ``{n}`` an integer, ``{s}`` a string literal, ``{b}`` its UTF-8 length,
+    ``{i}`` the case index, ``{j}`` the argument index, ``{decls}``, ``{call}``, ``{args}``.
+    """
+
+    scalars: dict[str, str]
+    """Type of each scalar."""
+    boxed: dict[str, str]
+    """Type of a scalar as a generic argument (Java's boxes; else the same)."""
+    list_t: str
+    dict_t: str
+    tuple_t: str | None
+    """None: the language has no tuples (BadInput)."""
+    lit: dict[str, str]
+    """Literal of each scalar kind (``int``, ``long``, ``float``, ``str``) and of ``list``,
+    ``dict`` (with ``entry``), ``tuple``; ``int_min``/``long_min`` for the most negative."""
+    escape: Callable[[str], str]
+    """A string literal's escape of one character that is not plain ASCII."""
+    decl: str
+    """One argument's declaration (``{t}``, ``{j}``, ``{v}``)."""
+    ref: str
+    """How a by-reference argument ``a{j}`` is passed."""
+    call: str
+    """The call of the entry point (``{entry}``, ``{args}``)."""
+    case: str
+    """One case's code in ``main`` (``{i}``, ``{decls}``, ``{call}``)."""
+    template: str
+    """The whole program: ``@BODY@`` (the cases), ``@FUNCS@`` (Go: one function per case)."""
+    func: str = ""
+    """Go: one case's function (``{i}``, ``{decls}``, ``{call}``); ``case`` then calls it."""
+
+    def type_text(self, typ: Type, boxed: bool = False) -> str:
+        if not isinstance(typ, tuple):
+            return (self.boxed if boxed else self.scalars)[typ]
+        kind, inner = typ
+        if kind == "ref":
+            return self.type_text(inner, boxed)
+        if kind == "list":
+            return self.list_t.format(t=self.type_text(inner, True))
+        if kind == "dict":
+            return self.dict_t.format(t=self.type_text(inner, True))
+        if self.tuple_t is None:
+            raise BadInput("code.tests call: tuple types need C++ or Rust (use list[...])")
+        return self.tuple_t.format(t=", ".join(self.type_text(x) for x in inner))
+
+    def str_lit(self, value: str) -> str:
+        body = "".join(
+            ch if (ch.isascii() and ch.isalnum()) or ch in _PLAIN else self.escape(ch)
+            for ch in value
+        )
+        return f'"{body}"'
+
+    def literal(self, value: Any, typ: Type) -> str:
+        if isinstance(typ, tuple):
+            kind, inner = typ
+            if kind == "ref":
+                return self.literal(value, inner)
+            if kind == "list":
+                items = ", ".join(self.literal(v, inner) for v in value)
+                return self.lit["list"].format(
+                    t=self.type_text(typ), b=self.type_text(inner, True), items=items
+                )
+            if kind == "dict":
+                items = ", ".join(
+                    self.lit["entry"].format(k=self.literal(k, "str"), v=self.literal(v, inner))
+                    for k, v in value.items()
+                )
+                return self.lit["dict"].format(
+                    t=self.type_text(typ), b=self.type_text(inner, True), items=items
+                )
+            items = ", ".join(self.literal(v, t) for v, t in zip(value, inner, strict=True))
+            return self.lit["tuple"].format(t=self.type_text(typ), items=items)
+        if typ == "bool":
+            return "true" if value else "false"
+        if typ == "str":
+            return self.lit["str"].format(
+                s=self.str_lit(value), b=len(value.encode("utf-8", "surrogatepass"))
+            )
+        if typ == "float":
+            return self.lit["float"].format(v=_float_text(value))
+        n = int(value)
+        if n == (-(2**31) if typ == "int" else -(2**63)) and f"{typ}_min" in self.lit:
+            return self.lit[f"{typ}_min"]
+        return self.lit[typ].format(n=n)
+
+    def source(self, entry: str, cases: list[list[Any]], params: list[Type]) -> str:
+        body, funcs = [], []
+        for i, args in enumerate(cases):
+            decls = "".join(
+                self.decl.format(t=self.type_text(t), j=j, v=self.literal(v, t))
+                for j, (v, t) in enumerate(zip(args, params, strict=True))
+            )
+            passed = ", ".join(
+                self.ref.format(j=j) if isinstance(t, tuple) and t[0] == "ref" else f"a{j}"
+                for j, t in enumerate(params)
+            )
+            call = self.call.format(entry=entry, args=passed)
+            if self.func:
+                funcs.append(self.func.format(i=i, decls=decls, call=call))
+            body.append(self.case.format(i=i, decls=decls, call=call))
+        return self.template.replace("@FUNCS@", "".join(funcs)).replace("@BODY@", "".join(body))
 
 
 def _check_ident(name: str) -> None:
@@ -205,7 +309,7 @@ def harness_source(lang: str, entry: str, cases: list[list[Any]], params: list[T
 
     Raises:
         BadInput: the entry point is not an identifier, or (typed languages) there is no
-            signature or an argument does not fit it.
+            signature, an argument does not fit it, or the language lacks one of its types.
     """
     _check_ident(entry)
     if lang in ("javascript", "typescript"):
@@ -222,79 +326,12 @@ def harness_source(lang: str, entry: str, cases: list[list[Any]], params: list[T
             )
         for j, (value, typ) in enumerate(zip(args, params, strict=True)):
             check_value(value, typ, f"cases[{i}].args[{j}]")
-    return {"cpp": _cpp, "java": _java, "go": _go, "rust": _rust}[lang](entry, cases, params)
+    return SYNTAX[lang].source(entry, cases, params)
 
 
 def _js(entry: str, cases: list[list[Any]]) -> str:
     data = json.dumps(json.dumps(cases))
     return _JS.replace("@ENTRY@", entry).replace("@CASES@", data)
-
-
-def _cpp(entry: str, cases: list[list[Any]], params: list[Type]) -> str:
-    body = []
-    for i, args in enumerate(cases):
-        decls = "".join(
-            f"    {_type_text(t, 'cpp')} a{j} = {_literal(v, t, 'cpp')};\n"
-            for j, (v, t) in enumerate(zip(args, params, strict=True))
-        )
-        call = f"{entry}({', '.join(f'a{j}' for j in range(len(args)))})"
-        body.append(
-            f"  if (vh_start <= {i}) {{\n    try {{\n{decls}"
-            f"    std::string vh_o; vh_put(vh_o, {call}); vh_emit('R', {i}, vh_o);\n"
-            f"    }} catch (const std::exception& vh_e) {{ vh_raise({i}, vh_e.what()); }}"
-            f' catch (...) {{ vh_raise({i}, "unknown exception"); }}\n  }}\n'
-        )
-    return _CPP.replace("@BODY@", "".join(body))
-
-
-def _java(entry: str, cases: list[list[Any]], params: list[Type]) -> str:
-    body = []
-    for i, args in enumerate(cases):
-        decls = "".join(
-            f"        {_type_text(t, 'java')} a{j} = {_literal(v, t, 'java')};\n"
-            for j, (v, t) in enumerate(zip(args, params, strict=True))
-        )
-        call = f"vhTarget.{entry}({', '.join(f'a{j}' for j in range(len(args)))})"
-        body.append(
-            f"    if (start <= {i}) {{\n      try {{\n{decls}"
-            f"        Solution vhTarget = new Solution();\n"
-            f"        StringBuilder o = new StringBuilder(); put(o, {call}); emit('R', {i}, o.toString());\n"
-            f"      }} catch (Throwable e) {{ raise({i}, describe(e)); }}\n    }}\n"
-        )
-    return _JAVA.replace("@BODY@", "".join(body))
-
-
-def _go(entry: str, cases: list[list[Any]], params: list[Type]) -> str:
-    funcs, calls = [], []
-    for i, args in enumerate(cases):
-        decls = "".join(
-            f"\tvar a{j} {_type_text(t, 'go')} = {_literal(v, t, 'go')}\n"
-            for j, (v, t) in enumerate(zip(args, params, strict=True))
-        )
-        call = f"{entry}({', '.join(f'a{j}' for j in range(len(args)))})"
-        funcs.append(
-            f"func vhCase{i}() {{\n\tdefer vhRecover({i})\n{decls}\tvhResult({i}, {call})\n}}\n"
-        )
-        calls.append(f"\tif vhStart <= {i} {{\n\t\tvhCase{i}()\n\t}}\n")
-    return _GO.replace("@FUNCS@", "".join(funcs)).replace("@CALLS@", "".join(calls))
-
-
-def _rust(entry: str, cases: list[list[Any]], params: list[Type]) -> str:
-    body = []
-    for i, args in enumerate(cases):
-        decls = "".join(
-            f"            let a{j}: {_type_text(t, 'rust')} = {_literal(v, t, 'rust')};\n"
-            for j, (v, t) in enumerate(zip(args, params, strict=True))
-        )
-        call = f"{entry}({', '.join(f'a{j}' for j in range(len(args)))})"
-        body.append(
-            f"    if vh_start <= {i} {{\n"
-            f"        let r = std::panic::catch_unwind(|| {{\n{decls}"
-            f"            let mut o = String::new(); VhJson::vh_json(&{call}, &mut o); o\n"
-            f"        }});\n        match r {{ Ok(o) => vh_emit('R', {i}, &o), "
-            f"Err(e) => vh_raise({i}, &vh_panic_text(e)) }}\n    }}\n"
-        )
-    return _RUST.replace("@BODY@", "".join(body))
 
 
 # -- templates (the record writers; each flushes the candidate's own buffered output first) ---
@@ -307,10 +344,21 @@ const vhPath = require('path');
 const vhWrite = vhFs.writeSync.bind(vhFs);
 const vhStringify = JSON.stringify;
 function vhEmit(kind, i, text) { vhWrite(1, '\x1e@' + kind + ' ' + i + ' ' + text + '\n'); }
+class VhHarnessError extends Error {}
 function vhRaise(i, e) {
-  let msg;
+  // {"type", "message"}: the thrown value's class (matched against a case's ``raises``); the
+  // harness's own errors (no function, no JSON value) carry no type and match nothing.
+  let msg, type = '';
   try { msg = (e && e.stack) ? String(e.stack) : String(e); } catch (_) { msg = 'unprintable exception'; }
-  vhEmit('X', i, vhStringify(msg.slice(0, 4000)));
+  try {
+    if (!(e instanceof VhHarnessError)) {
+      const c = (e !== null && (typeof e === 'object' || typeof e === 'function')) ? Object.getPrototypeOf(e) : null;
+      const ctor = c && Object.getOwnPropertyDescriptor(c, 'constructor');
+      const name = ctor && typeof ctor.value === 'function' ? Object.getOwnPropertyDescriptor(ctor.value, 'name') : null;
+      type = name && typeof name.value === 'string' ? name.value : typeof e;
+    }
+  } catch (_) { type = ''; }
+  vhEmit('X', i, vhStringify({ type: String(type).slice(0, 200), message: String(msg).slice(0, 4000) }));
 }
 async function vhMain() {
   const file = vhPath.resolve(process.argv[2]);
@@ -334,11 +382,11 @@ async function vhMain() {
   }
   for (let i = start; i < cases.length; i++) {
     try {
-      if (typeof target !== 'function') throw new Error('@ENTRY@ is not a function defined by the solution');
+      if (typeof target !== 'function') throw new VhHarnessError('@ENTRY@ is not a function defined by the solution');
       let v = target(...cases[i]);
       if (v && typeof v.then === 'function') v = await v;
       const text = v === undefined ? undefined : vhStringify(v);
-      if (text === undefined) throw new Error('returned undefined (not JSON)');
+      if (text === undefined) throw new VhHarnessError('returned undefined (not JSON)');
       vhEmit('R', i, text);
     } catch (e) { vhRaise(i, e); }
   }
@@ -346,57 +394,28 @@ async function vhMain() {
 vhMain().then(() => process.exit(0), (e) => { process.stderr.write(String(e) + '\n'); process.exit(1); });
 """
 
-_CPP = r"""// code.tests call harness (generated on the host; trusted). The solution is included first,
-// so its line numbers stay solution.cpp:N in the compiler's messages.
+_CPP = r"""// code.tests call harness (generated on the host; trusted). The fixed part (every standard
+// header and the record codec) is the runtime's precompiled verifiers_call.h (built once per
+// runtime, read-only); the solution comes next, so its lines stay solution.cpp:N in messages.
+#include <verifiers_call.h>
 #include "solution.cpp"
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
-#include <iostream>
-#include <string>
-#include <type_traits>
-#include <vector>
-#include <unistd.h>
+#include <cxxabi.h>
 
-static int vh_start = 0;
-inline void vh_write(const std::string& s) {
-  std::cout.flush(); std::fflush(stdout);
-  const char* p = s.data(); size_t n = s.size();
-  while (n > 0) { ssize_t k = ::write(1, p, n); if (k <= 0) break; p += k; n -= (size_t)k; }
-}
-inline void vh_emit(char kind, int i, const std::string& text) {
-  vh_write(std::string("\x1e@") + kind + " " + std::to_string(i) + " " + text + "\n");
-}
-inline void vh_str(std::string& o, const std::string& s) {
-  o += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') { o += '\\'; o += (char)c; }
-    else if (c < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += (char)c;
+// {"type", "message"}: the thrown object's demangled type (std::invalid_argument, MyError,
+// int), matched against a case's ``raises``.
+static void vh_raise_current(int i, const char* what) {
+  std::string type = "unknown";
+  if (std::type_info* t = abi::__cxa_current_exception_type()) {
+    int st = 0;
+    char* d = abi::__cxa_demangle(t->name(), nullptr, nullptr, &st);
+    type = (st == 0 && d) ? d : t->name();
+    std::free(d);
   }
-  o += '"';
-}
-inline void vh_raise(int i, const char* what) { std::string o; vh_str(o, what ? what : ""); vh_emit('X', i, o); }
-inline void vh_put(std::string& o, bool v) { o += v ? "true" : "false"; }
-inline void vh_put(std::string& o, char v) { vh_str(o, std::string(1, v)); }
-template <class T>
-inline typename std::enable_if<std::is_integral<T>::value>::type vh_put(std::string& o, T v) {
-  o += std::to_string(v);
-}
-template <class T>
-inline typename std::enable_if<std::is_floating_point<T>::value>::type vh_put(std::string& o, T v) {
-  double d = (double)v;
-  if (std::isnan(d)) { o += "NaN"; return; }
-  if (std::isinf(d)) { o += d > 0 ? "Infinity" : "-Infinity"; return; }
-  char b[40]; std::snprintf(b, sizeof b, "%.17g", d); o += b;
-}
-inline void vh_put(std::string& o, const std::string& v) { vh_str(o, v); }
-inline void vh_put(std::string& o, const char* v) { vh_str(o, v ? v : ""); }
-template <class T> inline void vh_put(std::string& o, const std::vector<T>& v) {
-  o += '[';
-  for (size_t k = 0; k < v.size(); ++k) { if (k) o += ','; vh_put(o, (T)v[k]); }
-  o += ']';
+  std::string o = "{\"type\":";
+  vh_str(o, type);
+  o += ",\"message\":";
+  vh_str(o, what ? what : "");
+  vh_emit('X', i, o + "}");
 }
 
 int main(int argc, char** argv) {
@@ -428,10 +447,24 @@ public final class VerifiersHarness {
     o.append('"');
   }
 
+  private static final class VhHarnessError extends RuntimeException {
+    VhHarnessError(String msg) { super(msg); }
+  }
+
   private static void raise(int i, String msg) {
     StringBuilder o = new StringBuilder();
     str(o, msg == null ? "" : msg);
     emit('X', i, o.toString());
+  }
+
+  // {"type", "message"}: the exception's simple class name (matched against a case's
+  // ``raises``); the harness's own errors carry no type and match nothing.
+  private static void raise(int i, Throwable e) {
+    StringBuilder o = new StringBuilder("{\"type\":");
+    str(o, e instanceof VhHarnessError ? "" : e.getClass().getSimpleName());
+    o.append(",\"message\":");
+    str(o, describe(e));
+    emit('X', i, o.append('}').toString());
   }
 
   private static String describe(Throwable e) {
@@ -480,7 +513,7 @@ public final class VerifiersHarness {
       for (int k = 0; k < n; k++) { if (k > 0) { o.append(','); } put(o, java.lang.reflect.Array.get(v, k)); }
       o.append(']');
     }
-    else { throw new IllegalArgumentException("return value of type " + v.getClass().getName() + " is not plain data"); }
+    else { throw new VhHarnessError("return value of type " + v.getClass().getName() + " is not plain data"); }
   }
 
   @SuppressWarnings({"static", "unchecked", "rawtypes"})
@@ -541,7 +574,7 @@ func main() {
 	if len(vhos.Args) > 1 {
 		vhStart, _ = vhstrconv.Atoi(vhos.Args[1])
 	}
-@CALLS@}
+@BODY@}
 """
 
 _RUST = r"""// code.tests call harness (generated on the host; trusted).
@@ -585,6 +618,19 @@ impl<T: VhJson> VhJson for [T] {
         o.push(']');
     }
 }
+macro_rules! vh_tuple { ($(($($n:tt $t:ident),+)),*) => { $(impl<$($t: VhJson),+> VhJson for ($($t,)+) {
+    fn vh_json(&self, o: &mut String) { o.push('['); let mut _k = 0; $( if _k > 0 { o.push(','); } _k += 1; self.$n.vh_json(o); )+ o.push(']'); }
+})* } }
+vh_tuple!((0 A), (0 A, 1 B), (0 A, 1 B, 2 C), (0 A, 1 B, 2 C, 3 D), (0 A, 1 B, 2 C, 3 D, 4 E), (0 A, 1 B, 2 C, 3 D, 4 E, 5 F));
+fn vh_map<'a, V: VhJson + 'a>(items: impl Iterator<Item = (&'a String, &'a V)>, o: &mut String) {
+    let mut all: Vec<(&String, &V)> = items.collect();
+    all.sort_by(|a, b| a.0.cmp(b.0));
+    o.push('{');
+    for (k, (key, v)) in all.into_iter().enumerate() { if k > 0 { o.push(','); } key.vh_json(o); o.push(':'); v.vh_json(o); }
+    o.push('}');
+}
+impl<V: VhJson> VhJson for std::collections::HashMap<String, V> { fn vh_json(&self, o: &mut String) { vh_map(self.iter(), o) } }
+impl<V: VhJson> VhJson for std::collections::BTreeMap<String, V> { fn vh_json(&self, o: &mut String) { vh_map(self.iter(), o) } }
 impl<T: VhJson> VhJson for Option<T> {
     fn vh_json(&self, o: &mut String) { match self { Some(x) => x.vh_json(o), None => o.push_str("null") } }
 }
@@ -615,3 +661,147 @@ fn main() {
     let vh_start: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(0);
 @BODY@}
 """
+
+
+SYNTAX: dict[str, Syntax] = {
+    "cpp": Syntax(
+        scalars={
+            "int": "int",
+            "long": "long long",
+            "float": "double",
+            "bool": "bool",
+            "str": "std::string",
+        },
+        boxed={
+            "int": "int",
+            "long": "long long",
+            "float": "double",
+            "bool": "bool",
+            "str": "std::string",
+        },
+        list_t="std::vector<{t}>",
+        dict_t="std::map<std::string, {t}>",
+        tuple_t="std::tuple<{t}>",
+        lit={
+            "int": "{n}",
+            "int_min": "(-2147483647 - 1)",
+            "long": "{n}LL",
+            "long_min": "(-9223372036854775807LL - 1)",
+            "float": "{v}",
+            "str": "std::string({s}, {b})",
+            "list": "{t}{{{items}}}",
+            "dict": "{t}{{{items}}}",
+            "entry": "{{{k}, {v}}}",
+            "tuple": "{t}{{{items}}}",
+        },
+        escape=_escape_cpp,
+        decl="    {t} a{j} = {v};\n",
+        ref="a{j}",
+        call="{entry}({args})",
+        case=(
+            "  if (vh_start <= {i}) {{\n    try {{\n{decls}"
+            "    std::string vh_o; vh_put(vh_o, {call}); vh_emit('R', {i}, vh_o);\n"
+            "    }} catch (const std::exception& vh_e) {{ vh_raise_current({i}, vh_e.what()); }}"
+            ' catch (...) {{ vh_raise_current({i}, ""); }}\n  }}\n'
+        ),
+        template=_CPP,
+    ),
+    "java": Syntax(
+        scalars={
+            "int": "int",
+            "long": "long",
+            "float": "double",
+            "bool": "boolean",
+            "str": "String",
+        },
+        boxed={
+            "int": "Integer",
+            "long": "Long",
+            "float": "Double",
+            "bool": "Boolean",
+            "str": "String",
+        },
+        list_t="java.util.List<{t}>",
+        dict_t="java.util.Map<String, {t}>",
+        tuple_t=None,
+        lit={
+            "int": "{n}",
+            "long": "{n}L",
+            "float": "{v}",
+            "str": "{s}",
+            "list": "new java.util.ArrayList<{b}>(java.util.Arrays.<{b}>asList({items}))",
+            "dict": "new java.util.LinkedHashMap<String, {b}>(java.util.Map.<String, {b}>ofEntries({items}))",
+            "entry": "java.util.Map.entry({k}, {v})",
+        },
+        escape=_escape_java,
+        decl="        {t} a{j} = {v};\n",
+        ref="a{j}",
+        call="vhTarget.{entry}({args})",
+        case=(
+            "    if (start <= {i}) {{\n      try {{\n{decls}"
+            "        Solution vhTarget = new Solution();\n"
+            "        StringBuilder o = new StringBuilder(); put(o, {call}); emit('R', {i}, o.toString());\n"
+            "      }} catch (Throwable e) {{ raise({i}, e); }}\n    }}\n"
+        ),
+        template=_JAVA,
+    ),
+    "go": Syntax(
+        scalars={
+            "int": "int",
+            "long": "int64",
+            "float": "float64",
+            "bool": "bool",
+            "str": "string",
+        },
+        boxed={"int": "int", "long": "int64", "float": "float64", "bool": "bool", "str": "string"},
+        list_t="[]{t}",
+        dict_t="map[string]{t}",
+        tuple_t=None,
+        lit={
+            "int": "int({n})",
+            "long": "int64({n})",
+            "float": "float64({v})",
+            "str": "{s}",
+            "list": "{t}{{{items}}}",
+            "dict": "{t}{{{items}}}",
+            "entry": "{k}: {v}",
+        },
+        escape=_escape_go,
+        decl="\tvar a{j} {t} = {v}\n",
+        ref="a{j}",
+        call="{entry}({args})",
+        func="func vhCase{i}() {{\n\tdefer vhRecover({i})\n{decls}\tvhResult({i}, {call})\n}}\n",
+        case="\tif vhStart <= {i} {{\n\t\tvhCase{i}()\n\t}}\n",
+        template=_GO,
+    ),
+    "rust": Syntax(
+        scalars={"int": "i32", "long": "i64", "float": "f64", "bool": "bool", "str": "String"},
+        boxed={"int": "i32", "long": "i64", "float": "f64", "bool": "bool", "str": "String"},
+        list_t="Vec<{t}>",
+        dict_t="std::collections::HashMap<String, {t}>",
+        tuple_t="({t},)",
+        lit={
+            "int": "{n}_i32",
+            "long": "{n}_i64",
+            "float": "{v}_f64",
+            "str": "String::from({s})",
+            "list": "vec![{items}]",
+            "dict": "std::collections::HashMap::from([{items}])",
+            "entry": "({k}, {v})",
+            "tuple": "({items},)",
+        },
+        escape=_escape_rust,
+        decl="            let a{j}: {t} = {v};\n",
+        ref="&a{j}",
+        call="{entry}({args})",
+        case=(
+            "    if vh_start <= {i} {{\n"
+            "        let r = std::panic::catch_unwind(|| {{\n{decls}"
+            "            let mut o = String::new(); VhJson::vh_json(&{call}, &mut o); o\n"
+            "        }});\n        match r {{ Ok(o) => vh_emit('R', {i}, &o), "
+            "Err(e) => vh_raise({i}, &vh_panic_text(e)) }}\n    }}\n"
+        ),
+        template=_RUST,
+    ),
+}
+"""The typed languages' harness syntax: one row per language (see :class:`Syntax`)."""

@@ -1582,11 +1582,17 @@ class Judge:
         except (ValueError, UnicodeDecodeError, RecursionError):
             return {"index": i, "status": "error", "message": "unreadable return value"}
         if kind == b"X":
+            # C++, Java, JS/TS send {"type", "message"} (the type is matched against a case's
+            # ``raises``; "" for the harness's own errors); Go and Rust panics a message only.
+            exc_type, message = "exception", value
+            if isinstance(value, dict):
+                exc_type = str(value.get("type", ""))[:200]
+                message = value.get("message", "")
             return {
                 "index": i,
                 "status": "raised",
-                "exc_type": "exception",
-                "message": str(value)[: self.text_cap],
+                "exc_type": exc_type,
+                "message": str(message)[: self.text_cap],
             }
         try:
             return {"index": i, "status": "returned", "value": encode(value)}
@@ -2221,7 +2227,13 @@ def _judge_main(harness: str) -> int:
     try:
         if job.get("program") is not None:
             cand.kill()
-            if judge.build():
+            # The host runs a compiled language in two execs of one session (see
+            # ``_verifier``): "build" compiles and stops; "run" runs the tests on the build.
+            phase = job.get("phase")
+            if phase == "build":
+                if judge.build():
+                    judge.emit("D", {"built": True, "build_s": judge.build_s})
+            elif phase == "run" or judge.build():
                 if kind == "io":
                     judge.run_io()
                 elif kind == "call":

@@ -38,6 +38,13 @@ PIDS = 256
 """Processes and threads of a job in the languages runtime (a JVM or ``go build`` runs dozens of
 threads; one value for all languages, for the same reason)."""
 
+_GXX = ("-std=gnu++17", "-O2", "-pipe")
+"""g++'s options: the runtime's precompiled headers (``sandbox/images/languages/setup.sh``:
+``<bits/stdc++.h>`` and the call harness's fixed part) were built with exactly these; g++ uses a
+``.gch`` only when the compile's options match, else it parses the header (slower, same result)."""
+CPP_CALL_DIR = "/opt/verifiers/cpp"
+"""Where the runtime keeps the C++ call harness's precompiled fixed part (``verifiers_call.h``)."""
+
 _JAVA_VM = ("-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss16m")
 _JAVAC = (
     "javac",
@@ -171,10 +178,17 @@ LANGUAGES: dict[str, Language] = {
         ("c++", "cc", "cxx", "hpp"),
         "solution.cpp",
         Toolchain(
-            io_compile=(("g++", "-std=gnu++17", "-O2", "-pipe", "-o", f"{_B}/prog", "{src}"),),
+            io_compile=(("g++", *_GXX, "-o", f"{_B}/prog", "{src}"),),
             io_run=(f"./{_B}/prog",),
             call_compile=(
-                ("g++", "-std=gnu++17", "-O2", "-pipe", "-o", f"{_B}/prog", "{harness}"),
+                (
+                    "g++",
+                    *_GXX,
+                    f"-I{CPP_CALL_DIR}",
+                    "-o",
+                    f"{_B}/prog",
+                    "{harness}",
+                ),
             ),
             call_run=(f"./{_B}/prog",),
             harness_file="verifiers_harness.cpp",

@@ -94,9 +94,11 @@ class CallSignature(BaseModel):
 
     The harness declares each argument with the language's type for it: ``int`` (C++/Java
     ``int``, Go ``int``, Rust ``i32``), ``long`` (64-bit), ``float`` (double), ``bool``,
-    ``str`` (``std::string``, ``String``, ``string``, ``String``) and ``list[T]``
-    (``std::vector<T>``, ``java.util.List<T>``, ``[]T``, ``Vec<T>``), nested. Ignored by Python,
-    JavaScript and TypeScript.
+    ``str`` (``std::string``, ``String``, ``string``, ``String``), ``list[T]``
+    (``std::vector<T>``, ``java.util.List<T>``, ``[]T``, ``Vec<T>``), ``dict[str,T]`` (maps
+    with string keys), ``tuple[A,B,...]`` (C++ and Rust), nested, and ``&T`` at the top of a
+    parameter (by reference: Rust ``&str``, ``&[T]``). Ignored by Python, JavaScript and
+    TypeScript. ``docs/code.md`` has the full table (``_callgen.SYNTAX``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -135,12 +135,40 @@ class CodeTests(Verifier[CodeTestsSpec]):
             # program the io cases run. The sandbox sends it in the exec's frame (one round
             # trip per sample) and the constant judge files only once per runner.
             await sb.write_files({**files, **judge_files(lang)}, readonly=True)
-            res = await sb.exec(
-                list(lang.judge_argv),
-                stdin=json.dumps(job).encode(),
-                timeout=exec_timeout,
-            )
+            built: dict[str, Any] | None = None
+            if lang.toolchain is not None:
+                # Two execs in one session (one work dir): the build, under its own deadline
+                # (compile_timeout_s), then the tests under theirs (timeout_s). One exec with
+                # the sum of both let a program that stops its judge (SIGSTOP to the parent)
+                # hold its sandbox for the compile allowance too (77 s, not 17 s, per sample).
+                # No candidate code runs in the build exec (compilers only).
+                build_timeout = spec.compile_timeout_s + STARTUP_GRACE_S
+                res = await sb.exec(
+                    list(lang.judge_argv),
+                    stdin=json.dumps({**job, "phase": "build"}).encode(),
+                    timeout=min(build_timeout, exec_timeout),
+                )
+                ready, _, built = _parse(res.stdout, nonce)
+                if ready is not None and built is not None and built.get("built"):
+                    nonce = secrets.token_hex(16)
+                    left = ctx.remaining()
+                    run_timeout = spec.timeout_s + STARTUP_GRACE_S
+                    res = await sb.exec(
+                        list(lang.judge_argv),
+                        stdin=json.dumps({**job, "nonce": nonce, "phase": "run"}).encode(),
+                        timeout=min(run_timeout, left) if left > 0 else run_timeout,
+                    )
+                else:
+                    built = None
+            else:
+                res = await sb.exec(
+                    list(lang.judge_argv),
+                    stdin=json.dumps(job).encode(),
+                    timeout=exec_timeout,
+                )
         ready, records, done = _parse(res.stdout, nonce)
+        if built is not None and done is not None and "build_s" in built:
+            done = {**done, "build_s": built["build_s"]}
         if ready is None and res.oom_killed:
             # The judge prints its ready line before any candidate code runs, so a missing one
             # normally means the judge never started (the machine's failure). But when the
@@ -333,9 +361,10 @@ def _program(
             raise BadInput(
                 f"code.tests call in {lang.name}: arguments are positional plain JSON (no kwargs, values='json')"
             )
-        if any(c.raises for c in tests.cases):
+        if any(c.raises for c in tests.cases) and lang.name not in _callgen.RAISES:
             raise BadInput(
-                f"code.tests call in {lang.name}: 'raises' cases are Python only; expect a value"
+                f"code.tests call in {lang.name}: 'raises' cases need a language with "
+                f"exceptions ({', '.join(sorted(_callgen.RAISES))}, python); expect a value"
             )
         params = None
         if tests.signature is not None:

@@ -87,6 +87,88 @@ CALL["echo"] = {
     ],
 }
 
+# Typed values beyond scalars and lists (dict[str,T], tuples, by-reference parameters): hostile
+# dict keys round-trip through the generated literals like echo's strings.
+HOSTILE_KEY = '"); } int main() { return 0; } /* \\u0022 \u00e9\n'
+CALL["tally"] = {
+    "entry_point": "tally",
+    "signature": {"params": ["&str", "dict[str,int]"], "returns": "dict[str,int]"},
+    "cases": [
+        {"args": ["a b a", {"b": 2}], "expected": {"a": 2, "b": 3}},
+        {"args": ["", {HOSTILE_KEY: 1, "z": -5}], "expected": {HOSTILE_KEY: 1, "z": -5}},
+        {"args": ["x", {}], "expected": {"x": 1}},
+    ],
+}
+CALL["extent"] = {
+    "entry_point": "extent",
+    "signature": {"params": ["&list[int]"], "returns": "list[int]"},
+    "cases": [
+        {"args": [[3, 1, 2]], "expected": [1, 3]},
+        {"args": [[5]], "expected": [5, 5]},
+        {"args": [[-2147483648, 2147483647]], "expected": [-2147483648, 2147483647]},
+    ],
+}
+CALL["shift"] = {
+    "entry_point": "shift",
+    "signature": {"params": ["tuple[int,str]", "int"], "returns": "tuple[long,str]"},
+    "cases": [
+        {"args": [[1, "a"], 2], "expected": [3, "a"]},
+        {"args": [[-2147483648, 'é"x'], -1], "expected": [-2147483649, 'é"x']},
+    ],
+}
+# ``raises`` cases (languages with exceptions): the type a language reports for a throw.
+for _key, _raised in (
+    ("div_cpp", "std::invalid_argument"),
+    ("div_java", "ArithmeticException"),
+    ("div_js", "Error"),
+):
+    CALL[_key] = {
+        "entry_point": "checked_div",
+        "signature": {"params": ["int", "int"], "returns": "long"},
+        "cases": [
+            {"args": [6, 3], "expected": 2},
+            {"args": [7, -2], "expected": -3},
+            {"args": [1, 0], "raises": _raised},
+        ],
+    }
+TYPED = {
+    "cpp": {
+        "call:div": '#include <stdexcept>\nlong long checked_div(int a, int b) {\n  if (b == 0) throw std::invalid_argument("division by zero");\n  return a / b;\n}\n',
+        "call:div-wrong-raise": '#include <stdexcept>\nlong long checked_div(int a, int b) {\n  if (b == 0) throw std::runtime_error("division by zero");\n  return a / b;\n}\n',
+        "call:tally": "#include <map>\n#include <sstream>\n#include <string>\nstd::map<std::string, int> tally(const std::string& s, std::map<std::string, int> base) {\n  std::istringstream in(s);\n  std::string w;\n  while (in >> w) base[w] += 1;\n  return base;\n}\n",
+        "call:extent": "#include <algorithm>\n#include <utility>\n#include <vector>\nstd::pair<int, int> extent(const std::vector<int>& v) {\n  auto m = std::minmax_element(v.begin(), v.end());\n  return {*m.first, *m.second};\n}\n",
+        "call:shift": "#include <string>\n#include <tuple>\nstd::tuple<long long, std::string> shift(std::tuple<int, std::string> p, int k) {\n  return {(long long)std::get<0>(p) + k, std::get<1>(p)};\n}\n",
+    },
+    "javascript": {
+        "call:div": "function checked_div(a, b) {\n  if (b === 0) throw new Error('division by zero');\n  return Math.trunc(a / b);\n}\n",
+        "call:div-wrong-raise": "function checked_div(a, b) {\n  if (b === 0) throw new RangeError('division by zero');\n  return Math.trunc(a / b);\n}\n",
+        "call:div-missing": "function checked_divide(a, b) {\n  return Math.trunc(a / b);\n}\n",
+        "call:tally": "function tally(s, base) {\n  for (const w of s.split(' ')) if (w) base[w] = (base[w] || 0) + 1;\n  return base;\n}\n",
+        "call:extent": "function extent(v) {\n  return [Math.min(...v), Math.max(...v)];\n}\n",
+    },
+    "typescript": {
+        "call:div": "function checked_div(a: number, b: number): number {\n  if (b === 0) throw new Error('division by zero');\n  return Math.trunc(a / b);\n}\n",
+        "call:div-wrong-raise": "class DivError extends Error {}\nfunction checked_div(a: number, b: number): number {\n  if (b === 0) throw new DivError('division by zero');\n  return Math.trunc(a / b);\n}\n",
+        "call:tally": "function tally(s: string, base: Record<string, number>): Record<string, number> {\n  for (const w of s.split(' ')) if (w) base[w] = (base[w] || 0) + 1;\n  return base;\n}\n",
+        "call:extent": "function extent(v: number[]): [number, number] {\n  return [Math.min(...v), Math.max(...v)];\n}\n",
+    },
+    "java": {
+        "call:div": "class Solution {\n  long checked_div(int a, int b) {\n    return a / b;\n  }\n}\n",
+        "call:div-wrong-raise": 'class Solution {\n  long checked_div(int a, int b) {\n    if (b == 0) throw new IllegalStateException("zero");\n    return a / b;\n  }\n}\n',
+        "call:tally": 'import java.util.HashMap;\nimport java.util.Map;\n\nclass Solution {\n  Map<String, Integer> tally(String s, Map<String, Integer> base) {\n    Map<String, Integer> out = new HashMap<>(base);\n    for (String w : s.split(" ")) if (!w.isEmpty()) out.merge(w, 1, Integer::sum);\n    return out;\n  }\n}\n',
+        "call:extent": "import java.util.Collections;\nimport java.util.List;\n\nclass Solution {\n  int[] extent(List<Integer> v) {\n    return new int[] {Collections.min(v), Collections.max(v)};\n  }\n}\n",
+    },
+    "go": {
+        "call:tally": 'package main\n\nimport "strings"\n\nfunc tally(s string, base map[string]int) map[string]int {\n\tfor _, w := range strings.Fields(s) {\n\t\tbase[w]++\n\t}\n\treturn base\n}\n',
+        "call:extent": "package main\n\nfunc extent(v []int) []int {\n\tlo, hi := v[0], v[0]\n\tfor _, x := range v {\n\t\tif x < lo {\n\t\t\tlo = x\n\t\t}\n\t\tif x > hi {\n\t\t\thi = x\n\t\t}\n\t}\n\treturn []int{lo, hi}\n}\n",
+    },
+    "rust": {
+        "call:tally": "use std::collections::HashMap;\n\nfn tally(s: &str, mut base: HashMap<String, i32>) -> HashMap<String, i32> {\n    for w in s.split_whitespace() {\n        *base.entry(w.to_string()).or_insert(0) += 1;\n    }\n    base\n}\n",
+        "call:extent": "fn extent(v: &[i32]) -> (i32, i32) {\n    (*v.iter().min().unwrap(), *v.iter().max().unwrap())\n}\n",
+        "call:shift": "fn shift(p: (i32, String), k: i32) -> (i64, String) {\n    (p.0 as i64 + k as i64, p.1)\n}\n",
+    },
+}
+
 # -- programs per language ---------------------------------------------------------------------
 # Keys: io tasks by name; "call:<task>" for call tasks; "<family>" rows below say which task.
 
@@ -298,6 +380,42 @@ FAMILIES: dict[str, tuple[str, str, str, str]] = {
         "returns its argument: hostile strings and extreme longs round-trip through the generated literals",
         "control: must pass",
     ),
+    "call:tally": (
+        "call:tally",
+        "honest",
+        "by-reference str and a dict[str,int] with hostile keys in and out",
+        "control: must pass",
+    ),
+    "call:extent": (
+        "call:extent",
+        "honest",
+        "a list passed by reference (Rust &[i32]); a pair/tuple/array returned",
+        "control: must pass",
+    ),
+    "call:shift": (
+        "call:shift",
+        "honest",
+        "a tuple argument and a tuple return (C++, Rust)",
+        "control: must pass",
+    ),
+    "call:div": (
+        "call:div",
+        "honest",
+        "raises the exception type the case names on a zero divisor",
+        "control: must pass (raises matched by the language's exception type)",
+    ),
+    "call:div-wrong-raise": (
+        "call:div",
+        "wrong-raise",
+        "raises another exception type (a RangeError, a DivError subclass, IllegalStateException, std::runtime_error)",
+        "the type must match exactly (partial_credit off: one failed case is 0)",
+    ),
+    "call:div-missing": (
+        "call:div",
+        "harness-error",
+        "defines no checked_div: the harness's own 'not a function' Error must not pass a raises-Error case",
+        "the harness's own errors carry no exception type",
+    ),
     "wrong": ("sum", "wrong", "prints a - b", "host-side comparison"),
     "call:wrong": ("call:sum_list", "wrong", "returns 0", "host-side comparison"),
     "compile": (
@@ -448,6 +566,8 @@ FENCE = {
 def row(lang: str, key: str, code: str) -> dict[str, Any]:
     task, family, attack, defence = FAMILIES[key]
     expect = "pass" if family == "honest" else "fail"
+    if task == "call:div":
+        task = "call:div_" + {"typescript": "js", "javascript": "js"}.get(lang, lang)
     if task.startswith("call:"):
         tests = {"kind": "call", **CALL[task[5:]]}
     else:
@@ -459,6 +579,16 @@ def row(lang: str, key: str, code: str) -> dict[str, Any]:
         spec["warnings_as_errors"] = True
     if family == "infinite-compile":
         spec["compile_timeout_s"] = 8
+    if family in ("infinite-loop", "background"):
+        # their defence IS the per-case time limit: 1 s shows it as well as 2 s, at half the
+        # wall time (3 cases x 7 languages x 2 backends of waiting in CI)
+        spec["test_timeout_s"] = 1
+    if family == "wrong-raise":
+        spec["partial_credit"] = False
+    if family == "kill-judge":
+        # A stopped judge holds its sandbox to the tests' deadline (timeout_s + grace): keep
+        # that short; the build has its own deadline (compile_timeout_s) in its own exec.
+        spec["timeout_s"] = 6
     fence = (
         FENCE[lang]
         if key not in ("max", "call:is_pal")
@@ -486,7 +616,7 @@ def row(lang: str, key: str, code: str) -> dict[str, Any]:
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for lang, programs in LANGS.items():
-        rows = [row(lang, key, code) for key, code in programs.items()]
+        rows = [row(lang, key, code) for key, code in {**programs, **TYPED.get(lang, {})}.items()]
         if "werror" in programs:
             # the same program without the flag passes: the warning alone fails the other row
             plain = row(lang, "werror", programs["werror"])
