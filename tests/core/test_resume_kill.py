@@ -67,7 +67,7 @@ def test_resume_after_kill_9_gives_exactly_one_result_per_line(tmp_path: Path) -
         assert proc.poll() is None, "finished before it could be killed: make the input larger"
         time.sleep(0.005)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)  # reaps it and closes its stderr pipe
     assert proc.returncode == -signal.SIGKILL
     partial = out.read_bytes()
     complete_lines = partial.count(b"\n")
@@ -93,5 +93,6 @@ def test_resume_after_kill_9_gives_exactly_one_result_per_line(tmp_path: Path) -
 
     # resuming a finished file is a no-op
     again = run_score([str(src), "-o", str(out), "-q", "--resume", "--no-cache"], tmp_path)
-    assert again.wait(timeout=120) == 0
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err.decode()
     assert len(out.read_text().splitlines()) == n

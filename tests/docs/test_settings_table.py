@@ -36,6 +36,8 @@ def _mentions() -> dict[str, str]:
                 token = match.group(0)
                 if token.endswith("*"):  # a family ("the VERIFIERS_BLENDER_* variables")
                     continue
+                if path.suffix in (".h", ".hpp") and token.endswith("_H"):
+                    continue  # a C include guard, not an environment variable
                 found.setdefault(token.rstrip("_"), str(path.relative_to(ROOT)))
     found.pop("VERIFIERS", None)  # the bare prefix (f"VERIFIERS_{name.upper()}")
     return found
