@@ -143,9 +143,9 @@ def _structural(run: RunReport, spec: GodotSpec) -> list[CheckOutcome]:
             "resumed": "the harness was tampered with",
             "start": f"the scene has more than {spec.max_nodes} nodes",
             "end": f"the scene grew past {spec.max_nodes} nodes",
-            "audit": f"{str(note.get('why', ''))[:200]} (every live script is audited each "
-            "frame, also those made at run time: the harness reads the scene through engine "
-            "methods)",
+            "audit": f"{str(note.get('why', ''))[:200]} (the harness audits every script and "
+            "thread each frame, also those made at run time: it reads the scene through "
+            "engine methods)",
         }.get(problem)
         if why is None:
             why = _ended(run, spec) if not clean_exit else "the engine quit"

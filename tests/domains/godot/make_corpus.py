@@ -832,7 +832,7 @@ def rows() -> list[dict[str, Any]]:
             CONTACT_SPEC,
             "fail",
             0.0,
-            ["overrides the engine method", "audited each frame"],
+            ["overrides the engine method", "audits every script"],
         ),
         item(
             "hack-builtin-script-in-scene",
@@ -946,6 +946,53 @@ def rows() -> list[dict[str, Any]]:
             MOVER_SPEC,
             "pass",
             1.0,
+        ),
+        item(  # the liar says its object is a plain Object, so no class method looks overridden
+            "hack-liar-hides-its-class",
+            "hack",
+            contact_task(
+                20,
+                runtime_script(LIAR_SPACE + '\nfunc get_class():\n    return "Object"\n')
+                + "\nfunc _ready():\n"
+                "\tvar space = $Ball.get_world().direct_space_state\n"
+                "\tspace.set_script(_liar(LIAR))\n"
+                '\tspace.set("floor_node", $Floor)\n',
+            ),
+            CONTACT_SPEC,
+            "fail",
+            0.0,
+            ["overrides the engine method get_class"],
+        ),
+        item(  # a script on the class object itself: PhysicsShapeQueryParameters.new() lies
+            "hack-script-on-native-class",
+            "hack",
+            contact_task(
+                20,
+                runtime_script("extends Reference\n\nfunc new():\n    return null\n")
+                + "\nfunc _ready():\n\tvar cls = PhysicsShapeQueryParameters\n"
+                "\tcls.set_script(_liar(LIAR))\n",
+            ),
+            CONTACT_SPEC,
+            "fail",
+            0.0,
+            ["overrides the engine method new of GDScriptNativeClass"],
+        ),
+        item(  # a script file written during the run and loaded: unreadable (the jail)
+            "hack-load-script-written-at-run-time",
+            "hack",
+            contact_task(
+                20,
+                f"\nconst LIAR = {json.dumps(LIAR_BALL)}\n\nfunc _ready():\n"
+                "\tvar f = File.new()\n"
+                '\tf.open("res://liar.gd", File.WRITE)\n'
+                "\tf.store_string(LIAR)\n"
+                "\tf.close()\n"
+                '\t$Ball.set_script(load("res://liar.gd"))\n',
+            ),
+            CONTACT_SPEC,
+            "fail",
+            0.0,
+            ["never touched Floor in 90 frames"],
         ),
         item(  # a script made at run time that overrides nothing is fine, even with method
             # names some other engine class has (Timer.start, AnimationPlayer.play)
