@@ -35,23 +35,22 @@ from verifiers.sandbox import SandboxSettings, open_provider
 from verifiers.context import VerifierContext
 from verifiers.types import Trajectory
 
-SCENE = """```tscn
-; file: main.tscn
-[gd_scene load_steps=3 format=2]
-[sub_resource type="SphereShape" id=1]
-radius = 0.5
-[sub_resource type="BoxShape" id=2]
-extents = Vector3( 5, 0.5, 5 )
-[node name="Main" type="Spatial"]
-[node name="Ball" type="RigidBody" parent="."]
-transform = Transform( 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, {h}, 0 )
-[node name="Shape" type="CollisionShape" parent="Ball"]
-shape = SubResource( 1 )
-[node name="Floor" type="StaticBody" parent="."]
-[node name="Shape" type="CollisionShape" parent="Floor"]
-shape = SubResource( 2 )
-```
-"""
+CORPUS = Path(__file__).resolve().parents[1] / "datasets" / "godot" / "corpus.jsonl"
+_START = "0, 0, 1, 0, 3, 0 )"
+
+
+def _scene() -> str:
+    """The corpus's honest ball scene (``ball-comes-to-rest``), its start height a ``{h}``."""
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        if item["id"] == "ball-comes-to-rest":
+            text = str(item["completion"])
+            assert _START in text, "the corpus's ball scene changed: update benchmarks/godot.py"
+            return text.replace(_START, "0, 0, 1, 0, {h}, 0 )")
+    raise SystemExit(f"no ball-comes-to-rest line in {CORPUS}")
+
+
+SCENE = _scene()
 
 SPEC = GodotSpec.model_validate(
     {
