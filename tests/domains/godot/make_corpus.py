@@ -664,7 +664,7 @@ def rows() -> list[dict[str, Any]]:
             builder(
                 MOVER.replace("\tadd_child(body)\n", "\tadd_child(body)\n\twhile true:\n\t\tpass\n")
             ),
-            {**MOVER_SPEC, "timeout_s": 8},
+            {**MOVER_SPEC, "timeout_s": 4},
             "fail",
             0.0,
             ["longer than 8s"],
@@ -678,7 +678,7 @@ def rows() -> list[dict[str, Any]]:
                     "\twhile true:\n\t\t$Player.translation.x += 2.0 * delta\n",
                 )
             ),
-            {**MOVER_SPEC, "timeout_s": 8},
+            {**MOVER_SPEC, "timeout_s": 4},
             "fail",
             0.0,
             ["longer than 8s"],
