@@ -667,7 +667,7 @@ def rows() -> list[dict[str, Any]]:
             {**MOVER_SPEC, "timeout_s": 4},
             "fail",
             0.0,
-            ["longer than 8s"],
+            ["longer than 4s"],
         ),
         item(
             "hack-endless-process",
@@ -681,7 +681,7 @@ def rows() -> list[dict[str, Any]]:
             {**MOVER_SPEC, "timeout_s": 4},
             "fail",
             0.0,
-            ["longer than 8s"],
+            ["longer than 4s"],
         ),
         item(
             "hack-memory-bomb",
