@@ -13,11 +13,10 @@ frames, an ``at_rest`` probe) are verified through ``game.godot``
 The engine's own start (about 0.1 s of CPU) is paid by both: a warm Godot server that loads
 scenes on request would remove it, but then one engine process would host many models'
 scripts in turn, which the isolation stack forbids (nothing survives a job). Prints one JSON
-line: ``speedup`` is cold wall time over warm wall time (the gate's ratio); ``cpu_speedup``
-the same for CPU seconds (this process and its reaped children: on the local backend the
-runners and their jobs; on Docker the containers' CPU is the engine's and not counted, see
-``job_cpu_p50_s``, the sandbox's own per-job accounting), which moves far less with the
-load of a shared machine. Usage::
+line: ``speedup`` is cold wall time over warm wall time (the gate's ratio); the
+``*_job_cpu_p50_s`` are the CPU seconds of a check's sandbox job (the jail and the engine:
+the sandbox's own accounting), which move far less with the load of a shared machine than
+wall time does. Usage::
 
     python benchmarks/godot.py [--checks 20] [--backend local|docker]
 """
@@ -28,7 +27,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import statistics
 import time
 from pathlib import Path
@@ -65,16 +63,6 @@ SPEC = GodotSpec.model_validate(
 )
 
 
-def _cpu_s() -> float:
-    """CPU seconds of this process and of every child it has reaped (a local runner and its
-    jobs, once closed; not a container's, which are the Docker engine's children)."""
-    own, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 async def _check(provider: Any, i: int, spec: GodotSpec = SPEC) -> tuple[str, float, float, float]:
     """Status, the check's wall time, the engine process's own wall time, and the job's CPU
     seconds (the sandbox's accounting: engine, jail)."""
@@ -85,7 +73,7 @@ async def _check(provider: Any, i: int, spec: GodotSpec = SPEC) -> tuple[str, fl
     started = time.perf_counter()
     result = await GodotScene().verify(traj, spec, ctx)
     engine = float(result.details.get("engine", {}).get("seconds") or 0.0)
-    job_cpu = float(result.details.get("resources", {}).get("cpu_s") or 0.0)
+    job_cpu = float((ctx.resources() or {}).get("cpu_s") or 0.0)
     return result.status, time.perf_counter() - started, engine, job_cpu
 
 
@@ -101,14 +89,11 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         # start, scene load, harness and host work without the frames).
         one = SPEC.model_copy(update={"frames": 1})
         short = [await _check(provider, i, one) for i in range(args.checks)]
-        cpu = _cpu_s()
         started = time.perf_counter()
         warm = [await _check(provider, i) for i in range(args.checks)]
         warm_s = time.perf_counter() - started
     finally:
         await provider.close()
-    warm_cpu = _cpu_s() - cpu
-    cpu = _cpu_s()
     started = time.perf_counter()
     cold = []
     for i in range(args.checks):
@@ -118,7 +103,6 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         finally:
             await fresh.close()
     cold_s = time.perf_counter() - started
-    cold_cpu = _cpu_s() - cpu
     out = {
         "benchmark": "godot",
         "backend": args.backend,
@@ -132,10 +116,9 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         "warm_engine_p50_s": round(statistics.median(s[2] for s in warm), 3),
         "one_frame_check_p50_s": round(statistics.median(s[1] for s in short), 3),
         "one_frame_engine_p50_s": round(statistics.median(s[2] for s in short), 3),
-        "warm_cpu_per_check_s": round(warm_cpu / args.checks, 4),
-        "cold_cpu_per_check_s": round(cold_cpu / args.checks, 4),
-        "cpu_speedup": round(cold_cpu / warm_cpu, 2) if warm_cpu else None,
-        "job_cpu_p50_s": round(statistics.median(s[3] for s in warm), 4),
+        "warm_job_cpu_p50_s": round(statistics.median(s[3] for s in warm), 4),
+        "cold_job_cpu_p50_s": round(statistics.median(s[3] for s in cold), 4),
+        "one_frame_job_cpu_p50_s": round(statistics.median(s[3] for s in short), 4),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(out))
