@@ -985,6 +985,23 @@ def rows() -> list[dict[str, Any]]:
             0.0,
             ["overrides the engine method new of GDScriptNativeClass"],
         ),
+        item(  # an inner class of a file the harness checked: its methods are not the file's
+            "hack-inner-class-liar",
+            "hack",
+            contact_task(
+                20,
+                "\nclass Liar:\n\textends RigidBody\n"
+                + "".join(
+                    "\n\t" + line if line else "\n"
+                    for line in LIAR_BALL.replace("    ", "\t").splitlines()[1:]
+                )
+                + "\n\nfunc _ready():\n\t$Ball.set_script(Liar)\n",
+            ),
+            CONTACT_SPEC,
+            "fail",
+            0.0,
+            ["overrides the engine method"],
+        ),
         item(  # a script file written during the run and loaded: unreadable (the jail)
             "hack-load-script-written-at-run-time",
             "hack",
