@@ -2,8 +2,8 @@
 game.godot and cad.script corpus tests).
 
 Each corpus line carries its verdict in ``metadata.expected`` (``status``, ``reward``,
-``feedback`` needles) and is written by the folder's ``make_corpus.py`` (``rows()`` and
-``render()``): the committed file must be what the generator writes. The whole corpus goes
+``feedback`` needles) and is written by the folder's ``make_corpus.py`` (its ``rows()``,
+through :func:`write_corpus`): the committed file must be what the generator writes. The whole corpus goes
 through one ``Engine.score`` call per backend (one warm pool, batched), and each line is then
 its own test case reading that batch's result.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,6 +28,18 @@ from verifiers.engine import Engine, EngineSettings
 START_S = 300.0
 """A runner's start, preload included: a zygote that imports build123d (2400 modules) or
 CadQuery needs a few seconds on a quiet machine and over 60 s (the default) at a load of 20."""
+
+
+def render(lines: list[dict[str, Any]]) -> str:
+    """A corpus file's text: one JSON object per line, keys sorted (stable diffs)."""
+    return "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
+
+
+def write_corpus(out: Path, lines: list[dict[str, Any]]) -> None:
+    """Write a generator's corpus (its ``__main__``) and say so."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(lines), encoding="utf-8")
+    sys.stdout.write(f"wrote {len(lines)} lines to {out}\n")
 
 
 class EngineCorpus:
@@ -64,7 +77,7 @@ class EngineCorpus:
     def is_current(self) -> bool:
         """The committed corpus is exactly what the generator writes."""
         make = self.make()
-        return bool(self.corpus.read_text(encoding="utf-8") == make.render(make.rows()))
+        return self.corpus.read_text(encoding="utf-8") == render(make.rows())
 
     def scored(self, backend: str, ids: Iterable[str] | None = None) -> dict[str, verifiers.Result]:
         """Results by id of one batched engine run on ``backend`` (over ``ids`` only, when

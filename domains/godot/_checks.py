@@ -69,6 +69,11 @@ class RunReport:
     none), ``size`` of that jump, ``rigid`` (the node is a rigid body)."""
 
 
+_THREAD_LOST = "Reference to a Thread object was lost while the thread is still running"
+"""The engine's warning when a running thread's ``Thread`` object is freed: the harness's
+audit sees every ``Thread`` object that lives at a frame, this covers one freed in between."""
+
+
 def script_errors(stderr: str) -> tuple[list[str], list[str]]:
     """``(parse errors, runtime errors)`` printed by the engine, each with its location."""
     parse: list[str] = []
@@ -138,6 +143,9 @@ def _structural(run: RunReport, spec: GodotSpec) -> list[CheckOutcome]:
             "resumed": "the harness was tampered with",
             "start": f"the scene has more than {spec.max_nodes} nodes",
             "end": f"the scene grew past {spec.max_nodes} nodes",
+            "audit": f"{str(note.get('why', ''))[:200]} (the harness audits every script and "
+            "thread each frame, also those made at run time: it reads the scene through "
+            "engine methods)",
         }.get(problem)
         if why is None:
             why = _ended(run, spec) if not clean_exit else "the engine quit"
@@ -157,6 +165,8 @@ def _structural(run: RunReport, spec: GodotSpec) -> list[CheckOutcome]:
             )
         )
         return out
+    if _THREAD_LOST in run.stderr:
+        runtime.append("a Thread was freed while it still ran (it could race the harness)")
     if runtime:
         out.append(
             CheckOutcome(

@@ -10,6 +10,12 @@ extends SceneTree
 # carries token B, which nothing the model can reach ever held. The states are packed into
 # memory and saved only at the end, after every node under the root was freed.
 # Nothing here is a verdict: the host parses the saved text scenes itself.
+#
+# Every call the harness makes on an object goes to a script attached to that object first
+# (Object::call, Object::get): _audit() checks, each frame before anything is read, that no
+# live script (a file, a built-in script of a scene, or one made at run time) can answer an
+# engine method of an object it is attached to, and that no thread of the model can race
+# the reads. The harness reads only through methods (never properties) of audited objects.
 
 func _initialize():
 	var tokens = ["", ""]
@@ -49,8 +55,8 @@ func _pack(root, max_nodes):
 		if count > max_nodes:
 			return null
 		if node != root:
-			node.filename = ""
-			node.owner = root
+			node.set_filename("")
+			node.set_owner(root)
 		for child in node.get_children():
 			stack.push_back(child)
 	var packed = PackedScene.new()
@@ -69,6 +75,77 @@ func _shadowed(script):
 			return name
 	return ""
 
+const _HOOKS = ["_get", "_set", "_get_property_list"]
+
+
+func _audit(audit):
+	# "" when no live script can answer an engine method of an object it is attached to;
+	# else the reason (the run then fails closed). Sound without calling anything a script
+	# could answer first: ids are sequential and never reused (Godot 3 ObjectDB), `is` and
+	# instance_from_id are engine-side, and calls are made only on objects proven bare.
+	var top = weakref(self).get_instance_id()  # a fresh object: the newest id
+	for i in range(audit["top"] + 1, top):
+		var o = instance_from_id(i)
+		if o == null:
+			continue
+		if o is Thread:
+			return "the scene made a Thread (a thread could race the harness's reads)"
+		if o is Script:
+			if not (o is GDScript):
+				return "the scene made a script that is not GDScript"
+			audit["scripts"].append(o)
+	audit["top"] = top
+	var scripts = audit["scripts"]
+	for t in scripts:
+		if ClassDB is t:
+			return "a script is attached to ClassDB"
+		for s in scripts:
+			if s is t:
+				return "a script is attached to a script"
+	var loose = []
+	for s in scripts:
+		var names = []
+		for m in s.get_script_method_list():
+			names.append(m["name"])
+		var base = s.get_instance_base_type()
+		var key = base + ":" + PoolStringArray(names).join(",")
+		if not audit["verdicts"].has(key):
+			audit["verdicts"][key] = _judge(base, names)
+		var verdict = audit["verdicts"][key]
+		if verdict[0] != "":
+			return verdict[0]
+		if not verdict[1].empty():
+			loose.append([s, verdict[1]])
+	if loose.empty():
+		return ""
+	# A script whose methods are named like methods of a class derived from its base is
+	# harmless unless it is attached to an object of such a class: find where it is.
+	for i in range(1, top):
+		var o = instance_from_id(i)
+		if o == null:
+			continue
+		for pair in loose:
+			if o is pair[0]:
+				var cls = o.get_class()  # no script of o overrides Object methods (_judge)
+				for name in pair[1]:
+					if ClassDB.class_has_method(cls, name):
+						return "a script overrides the engine method %s of %s" % [name, cls]
+	return ""
+
+
+func _judge(base, names):
+	# [reason if a method overrides one of the base class (or Object, or a property hook),
+	#  names that some class derived from the base has]
+	var loose = []
+	for name in names:
+		if name in _HOOKS or ClassDB.class_has_method(base, name) or ClassDB.class_has_method("Object", name):
+			return ["a script overrides the engine method %s of %s" % [name, base], []]
+	for cls in ClassDB.get_inheriters_from_class(base):
+		for name in names:
+			if not (name in loose) and ClassDB.class_has_method(cls, name, true):
+				loose.append(name)
+	return ["", loose]
+
 
 func _watch(root, contact, state, frame, dt):
 	# Per frame, for one contact probe: did the node touch the other one yet, and did the
@@ -81,8 +158,8 @@ func _watch(root, contact, state, frame, dt):
 		return
 	if a is RigidBody or a is RigidBody2D:
 		state["rigid"] = true
-		var pos = a.global_transform.origin if a is RigidBody else a.global_position
-		var step = a.linear_velocity * dt
+		var pos = a.get_global_transform().origin if a is RigidBody else a.get_global_position()
+		var step = a.get_linear_velocity() * dt
 		if state["pos"] != null and state["jump"] < 0:
 			var off = (pos - state["pos"] - step).length()
 			# Free flight integrates exactly (measured: 0 off); contacts with other bodies
@@ -102,12 +179,12 @@ func _touching(a, b):
 	var space = null
 	var query = null
 	if a is CollisionObject and b is CollisionObject:
-		space = a.get_world().direct_space_state
+		space = a.get_world().get_direct_space_state()
 		query = PhysicsShapeQueryParameters.new()
 		query.collision_mask = 0xFFFFF
 		query.margin = 0.04
 	elif a is CollisionObject2D and b is CollisionObject2D:
-		space = a.get_world_2d().direct_space_state
+		space = a.get_world_2d().get_direct_space_state()
 		query = Physics2DShapeQueryParameters.new()
 		query.collision_layer = 0xFFFFF
 		query.margin = 0.5
@@ -115,7 +192,7 @@ func _touching(a, b):
 		return false
 	query.exclude = [a.get_rid()]
 	for owner in a.get_shape_owners():
-		var xf = a.global_transform * a.shape_owner_get_transform(owner)
+		var xf = a.get_global_transform() * a.shape_owner_get_transform(owner)
 		for j in range(a.shape_owner_get_shape_count(owner)):
 			query.set_shape(a.shape_owner_get_shape(owner, j))
 			query.transform = xf
@@ -163,8 +240,14 @@ func _main(token_a, token_b, job):
 	var seen = []
 	for c in contacts:
 		seen.append({"frame": -1, "jump": -1, "size": 0.0, "drift": 0.0, "rigid": false, "pos": null})
+	var audit = {"top": 0, "scripts": [], "verdicts": {}}
+	var why = ""
 	while problem == "" and done < frames:
 		yield(self, "idle_frame")
+		why = _audit(audit)
+		if why != "":
+			problem = "audit"
+			break
 		var now = Engine.get_idle_frames()
 		if now <= last:
 			problem = "resumed"  # the model resumed this coroutine itself, mid-frame
@@ -177,6 +260,12 @@ func _main(token_a, token_b, job):
 		last = now
 	if problem == "" and not is_instance_valid(root):
 		problem = "freed"
+	if problem == "audit":
+		# nothing of this run is judged: stop before touching the model's nodes again (a
+		# thread of the model may hold them locked: freeing one would abort this function)
+		_write("res://_report_b.json", to_json({"problem": problem, "frames": done, "why": why}))
+		quit()
+		return
 	var end = null
 	if problem == "":
 		end = _pack(root, max_nodes)
@@ -200,5 +289,5 @@ func _main(token_a, token_b, job):
 		var proof = (token_b + (token_b + payload).sha256_text()).sha256_text()
 		_write("res://_report_b.json", to_json({"payload": payload, "proof": proof}))
 	else:
-		_write("res://_report_b.json", to_json({"problem": problem, "frames": done}))
+		_write("res://_report_b.json", to_json({"problem": problem, "frames": done, "why": why}))
 	quit()

@@ -9,7 +9,13 @@ child, and cannot be lifted):
 
 - **Landlock** (kernel >= 5.13): files may be read everywhere but under ``/proc``, written
   only under the job's work dir, ``/tmp``, ``/dev/shm`` and to ``/dev/null``, and only the
-  engine binary and its ELF interpreter may be executed. GDScript's ``File`` can otherwise open
+  engine binary and its ELF interpreter may be executed. In the writable folders only the
+  files that exist when the jail starts (the job's own, written read-only by the verifier)
+  may be read: nothing the engine writes during the run can be read back, so the model's
+  code cannot write a shared library and load it (``GDNative.initialize``: native code in the
+  engine, which reads the harness's memory directly and calls engine methods past every
+  check, ``hack-native-library`` in the corpus: it worked before this rule), nor a script
+  file to ``load()`` later (runtime scripts are judged by the harness's audit anyway). GDScript's ``File`` can otherwise open
   ``/proc/self/mem`` of its own process and find the harness's token B in the heap
   (measured with Godot 3.2.3: ~6 s, ``hack-steal-token-from-memory`` in the corpus), and ``OS.execute`` could start a helper.
   The signal scope (ABI >= 6) keeps the engine from signalling anything outside it.
@@ -110,6 +116,33 @@ def _which(name: str) -> str | None:
     return None
 
 
+def _allow_read(
+    libc: ctypes.CDLL, ruleset: int, folder: str, writable: tuple[str, ...], handled: int
+) -> None:
+    """Read rights on everything under ``folder`` but ``/proc`` and the writable folders:
+    the ancestors of a writable folder get ``READ_DIR`` only (rights are inherited down the
+    tree), so a file created in a writable folder during the run is never readable."""
+    for entry in sorted(_names(folder)):
+        path = os.path.join(folder, entry)
+        if path == "/proc" or path in writable or (folder != "/" and os.path.islink(path)):
+            continue  # a link below the top resolves into a folder granted on its own
+        if any(w.startswith(path + "/") for w in writable) and not os.path.islink(path):
+            _allow(libc, ruleset, path, _READ_DIR, handled)
+            _allow_read(libc, ruleset, path, writable, handled)
+        else:
+            _allow(libc, ruleset, path, _READ_FILE | _READ_DIR, handled)
+
+
+def _files(folder: str) -> list[str]:
+    """Every file and folder under the work dir when the jail starts (the job's own files,
+    bounded by the verifier's ``max_files``): the only files there the engine may read (a
+    folder gets ``READ_DIR`` only: a read right on it would cover every file made in it)."""
+    found = [folder]
+    for top, dirs, names in os.walk(folder):
+        found += [os.path.join(top, n) for n in dirs + names]
+    return found
+
+
 def _landlock(libc: ctypes.CDLL, binary: str) -> None:
     abi = libc.syscall(_SYS["create"], None, 0, 1)
     if abi < 1:
@@ -124,11 +157,12 @@ def _landlock(libc: ctypes.CDLL, binary: str) -> None:
     if ruleset < 0:
         _fail(libc, "landlock_create_ruleset")
     read = _READ_FILE | _READ_DIR
-    for entry in sorted(os.listdir("/")):
-        if entry != "proc":
-            _allow(libc, ruleset, f"/{entry}", read, handled)
-    write = handled & ~_EXECUTE & ~_IOCTL_DEV
-    for folder in (os.getcwd(), "/tmp", "/dev/shm"):
+    writable = (os.path.realpath(os.getcwd()), "/tmp", "/dev/shm")
+    _allow_read(libc, ruleset, "/", writable, handled)
+    for name in _files(writable[0]):
+        _allow(libc, ruleset, name, _READ_DIR if os.path.isdir(name) else read, handled)
+    write = handled & ~_EXECUTE & ~_IOCTL_DEV & ~_READ_FILE
+    for folder in writable:
         _allow(libc, ruleset, folder, write, handled)
     _allow(libc, ruleset, "/dev/null", read | _WRITE_FILE | _TRUNCATE, handled)
     interpreters = [

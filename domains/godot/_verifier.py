@@ -114,7 +114,9 @@ class GodotScene(Verifier[GodotSpec]):
             "file_bytes": _MAX_STATE,
         }
         async with ctx.sandbox(RUNTIME, **limits) as sb:
-            await sb.write_files(dict(files))
+            # read-only: the jail lets the engine read only files that exist when it starts,
+            # so a file the model rewrote in place would be the one way to load its own bytes
+            await sb.write_files(dict(files), readonly=True)
             await sb.write_files(
                 {
                     "project.godot": _PROJECT,

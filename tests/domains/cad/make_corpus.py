@@ -9,8 +9,8 @@ sabotaged BREP writer, exits, kernel crashes, hangs, memory bombs, face bombs).
 
 from __future__ import annotations
 
-import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -352,11 +352,8 @@ def rows() -> list[dict[str, Any]]:
     ]
 
 
-def render(lines: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
-
-
 if __name__ == "__main__":
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(render(rows()))
-    print(f"wrote {len(rows())} lines to {OUT}")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/: engine_corpus
+    from engine_corpus import write_corpus
+
+    write_corpus(OUT, rows())

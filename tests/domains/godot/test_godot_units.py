@@ -7,7 +7,7 @@ import math
 import pytest
 from pydantic import ValidationError
 from verifiers.domains.godot import GodotSpec, parse_tscn
-from verifiers.domains.godot._checks import script_errors
+from verifiers.domains.godot._checks import RunReport, evaluate, script_errors
 from verifiers.domains.godot._files import FileMapError, builder_scene, project_files
 from verifiers.domains.godot._tscn import TscnError
 
@@ -163,3 +163,38 @@ def test_script_errors_split_parse_from_runtime() -> None:
     parse, runtime = script_errors(stderr)
     assert parse == ["res://a.gd:2: GDScript::reload: Parse Error: ':' expected"]
     assert runtime == ["res://b.gd:7: _process: Invalid get index 'x' (on base: 'null instance')."]
+
+
+def _run(**changes: object) -> RunReport:
+    report_a = {"scene": "ok", "parse": {"res://main.gd": True}, "shadows": {}}
+    fields: dict[str, object] = {
+        "how": "exit",
+        "code": 0,
+        "seconds": 0.1,
+        "stderr": "",
+        "report_a": report_a,
+        "frames_proven": True,
+        "scripts": ["main.gd"],
+    }
+    fields.update(changes)
+    return RunReport(**fields)  # type: ignore[arg-type]
+
+
+def test_a_failed_audit_fails_frames_with_its_reason() -> None:
+    # the harness's per-frame audit stops the run (no proof): the reason reaches the model
+    spec = GodotSpec.model_validate({"frames": 10})
+    why = "a script overrides the engine method intersect_shape of BulletPhysicsDirectSpaceState"
+    result = evaluate(
+        _run(frames_proven=False, frames_note={"problem": "audit", "frames": 0, "why": why}), spec
+    )
+    assert result.status == "fail" and result.reward == 0.0
+    assert why in result.feedback and "audits every script" in result.feedback
+
+
+def test_a_thread_freed_while_running_fails_frames() -> None:
+    # a Thread object freed between two audits leaves only this engine warning behind
+    spec = GodotSpec.model_validate({"frames": 10})
+    lost = "WARNING: Reference to a Thread object was lost while the thread is still running..."
+    result = evaluate(_run(stderr=lost + "\n   At: core/bind/core_bind.cpp:2711.\n"), spec)
+    assert result.status == "fail" and result.reward == 0.0
+    assert "a Thread was freed while it still ran" in result.feedback
