@@ -3,7 +3,6 @@ from :mod:`verifiers.rl_adapters.ors` so the server imports without the ``ors`` 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 __all__ = ["mount_ors"]
@@ -11,7 +10,9 @@ __all__ = ["mount_ors"]
 
 def mount_ors(app: Any) -> None:
     """Mount the ORS routes (behind the server's own) when ``VERIFIERS_ORS_TASKS`` names a JSONL of task rows; else nothing."""
-    if not os.environ.get("VERIFIERS_ORS_TASKS"):
+    from verifiers.settings import env
+
+    if not env("VERIFIERS_ORS_TASKS"):
         return
     from .ors import mount
 

@@ -247,6 +247,11 @@ class Episode:
                 pass  # the sandbox is gone already: nothing of ours is left to release
 
     @property
+    def attempts(self) -> tuple[Result, ...]:
+        """The results of the judged attempts so far, in order."""
+        return tuple(self._results)
+
+    @property
     def done(self) -> bool:
         """No further tool call will run."""
         return bool(
@@ -508,6 +513,14 @@ class Episode:
         self._final = self._final_result()
         return self._final
 
+    def result_so_far(self) -> Result:
+        """What :meth:`finish` would give now, without finishing (the sandbox stays open).
+
+        For trainers whose rollout may stop at any call (veRL's agent loop): the result of the
+        episode as it stands after the last judged attempt.
+        """
+        return self._final if self._final is not None else self._final_result()
+
     def _final_result(self) -> Result:
         details: dict[str, Any] = {
             "episode": {
@@ -766,6 +779,11 @@ class SyncEpisode:
     @property
     def done(self) -> bool:
         return self._episode.done
+
+    def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine over :attr:`episode` on the shared loop and wait for it (how the
+        trainers' sync layers call the shared tool dispatch)."""
+        return self._bg.call(coro)
 
     def run(self, command: list[str] | str, *, timeout: float | None = None) -> ExecResult:
         return self._bg.call(self._episode.run(command, timeout=timeout))
