@@ -175,10 +175,7 @@ class Episode:
         self.settings = settings
         self.trajectory = _trajectory(item)
         task = self.trajectory.task
-        if task.verifier is None:
-            raise BadInput("an episode needs a task with one 'verifier' (not 'checks')")
-        self._verifier = engine._verifier(task.verifier)
-        self._spec = engine._spec(self._verifier, task.spec)
+        self._verifier, self._spec = engine.resolve(task)
         self.runtime = settings.runtime or str(getattr(self._spec, "runtime", "python"))
         self._session: AbstractAsyncContextManager[Sandbox] | None = None
         self._sandbox: Sandbox | None = None
@@ -221,7 +218,7 @@ class Episode:
         ``BadInput``.
         """
         try:
-            self._session = self._engine._episode_sandboxes.session(
+            self._session = self._engine.episode_sandboxes.session(
                 self.runtime,
                 timeout_s=self.settings.command_timeout_s,
                 memory_mb=self.settings.memory_mb,
@@ -582,16 +579,15 @@ class Episode:
 
 
 def _trajectory(item: Trajectory | Mapping[str, Any]) -> Trajectory:
-    if isinstance(item, Trajectory):
-        return item
-    data = {k: v for k, v in item.items() if k != "episode"}
-    data.setdefault("completion", "")
-    try:
-        return Trajectory.model_validate(data)
-    except ValidationError as exc:
-        from .engine import validation_message
+    """The item as a trajectory through the engine's one validation path
+    (:func:`verifiers.io.trajectory_from`): a bad item is worded as a file line's would be."""
+    from .io import trajectory_from
 
-        raise BadInput(f"episode item: {validation_message(exc)}") from None
+    if isinstance(item, Mapping):
+        data = {k: v for k, v in item.items() if k != "episode"}
+        data.setdefault("completion", "")
+        return trajectory_from(data)
+    return trajectory_from(item)
 
 
 def settings_for(
