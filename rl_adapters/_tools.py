@@ -57,6 +57,7 @@ __all__ = [
     "listing",
     "opening",
     "openai_schema",
+    "row_item",
     "opening_text",
 ]
 
@@ -375,6 +376,18 @@ def episode_item(
     if isinstance(prompt, str):
         item["prompt"] = prompt
     return item
+
+
+def row_item(row: Mapping[str, Any], *, where: str) -> dict[str, Any]:
+    """:func:`episode_item` of a task row (``task``, ``episode``, ``id``, ``prompt`` keys, as in
+    datasets/workspace and a TRL dataset's columns)."""
+    return episode_item(
+        row.get("task"),
+        episode=row.get("episode"),
+        ident=row.get("id"),
+        prompt=row.get("prompt"),
+        where=where,
+    )
 
 
 def engine_for_loop(engines: dict[int, Engine], settings: EngineSettings | None) -> Engine:

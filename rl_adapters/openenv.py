@@ -137,13 +137,7 @@ class OpenEnvSessions:
         except ValidationError as exc:
             raise _bad(exc, "reset") from None
         row = self._row(data)
-        item = _tools.episode_item(
-            row.get("task"),
-            episode=row.get("episode"),
-            ident=row.get("id"),
-            prompt=row.get("prompt"),
-            where="the task row",
-        )
+        item = _tools.row_item(row, where="the task row")
         sid = session_id or data.session_id or uuid.uuid4().hex
         await self.close(sid)
         await self._make_room()

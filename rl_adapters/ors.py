@@ -69,13 +69,7 @@ class WorkspaceEnvironment(Environment):  # type: ignore[misc]  # openreward is 
 
     async def setup(self) -> None:
         try:
-            item = _tools.episode_item(
-                self.row.get("task"),
-                episode=self.row.get("episode"),
-                ident=self.row.get("id"),
-                prompt=self.row.get("prompt"),
-                where="the task row",
-            )
+            item = _tools.row_item(self.row, where="the task row")
             self.episode = _tools.engine_for_loop(self._engines, self.engine_settings).episode(item)
             await self.episode.start()
         except BadInput as exc:

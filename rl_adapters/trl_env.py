@@ -71,13 +71,7 @@ class VerifiersEnv:
         self.last_step = None
         self.problem = None
         try:
-            item = _tools.episode_item(
-                row.get("task"),
-                episode=row.get("episode"),
-                ident=row.get("id"),
-                prompt=row.get("prompt"),
-                where="the row",
-            )
+            item = _tools.row_item(row, where="the row")
             self._episode = SyncEpisode(
                 item,
                 engine=self.engine_settings or EngineSettings.from_env(),

@@ -10,21 +10,18 @@ import asyncio
 import json
 import os
 import signal
-import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from episode_helpers import TASKS, row
+from episode_helpers import TASKS, row, serve_in_thread
 
 pytestmark = pytest.mark.bwrap
 
 
 def _serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, str]:
-    import uvicorn
     from verifiers.rl_adapters.server import ServerSettings, create_app
 
     from verifiers import EngineSettings
@@ -37,14 +34,7 @@ def _serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, s
     tasks.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     monkeypatch.setenv("VERIFIERS_OPENENV_TASKS", str(tasks))
     app = create_app(ServerSettings(engine=EngineSettings(sandbox="local")))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
+    server, thread, port = serve_in_thread(app)
     return server, thread, f"http://127.0.0.1:{port}/openenv"
 
 
