@@ -135,7 +135,7 @@ def build_app(splits: dict[str, list[dict[str, Any]]], engine: EngineSettings | 
     return Server([cls]).app
 
 
-def mount(app: Any) -> None:
+def mount(app: Any, engine: EngineSettings | None = None) -> None:
     """Mount the ORS routes at the server's root, behind every route ``verifiers serve``
     already has (the ``openreward`` client addresses them from the host root, so they cannot
     live under a prefix), serving the JSONL of task rows that ``VERIFIERS_ORS_TASKS`` names as
@@ -145,4 +145,4 @@ def mount(app: Any) -> None:
     from .openenv import load_rows
 
     rows = load_rows(env("VERIFIERS_ORS_TASKS") or "")
-    app.mount("/", build_app({"train": rows}))
+    app.mount("/", build_app({"train": rows}, engine))

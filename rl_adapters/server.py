@@ -537,7 +537,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     app.add_middleware(RequestMetrics, requests=requests_total, seconds=request_seconds)
     app.state.verifiers = state
-    mount_ors(app)  # the Open Reward Standard routes when VERIFIERS_ORS_TASKS is set
+    mount_ors(app, cfg.engine)  # the Open Reward Standard routes when VERIFIERS_ORS_TASKS is set
     from .openenv import mount as mount_openenv
 
     # OpenEnv's reset/step/state under /openenv when VERIFIERS_OPENENV_TASKS is set
