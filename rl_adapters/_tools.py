@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -94,7 +95,7 @@ _PATH = 'The file\'s path relative to the workspace root, for example "src/app.p
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "run_command",
-        "Run a shell command in the workspace (its root is the current directory).",
+        "Run a command line in the workspace (its root is the current directory).",
         "The exit code, then the command's stdout and stderr.",
         (Param("command", 'The command line, for example "python3 -m pytest -q" or "ls -la".'),),
     ),
@@ -286,7 +287,20 @@ def _submit_text(step: Step) -> str:
 
 
 async def _run(episode: Episode, args: dict[str, str]) -> ToolReply:
-    return ToolReply(command_text(await episode.run(args["command"])))
+    line = args["command"]
+    if episode.settings.allow_shell:
+        return ToolReply(command_text(await episode.run(line)))
+    # A task without a shell still takes a command line: split into words as a shell would
+    # (quotes honoured; no pipes, redirections or variables: those stay literal words).
+    # shlex.split only tokenises (linear, nothing runs).
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise ToolRefused(
+            f"run_command: {exc} in the command line (this task runs commands without a "
+            "shell: no pipes, redirections or variables)"
+        ) from None
+    return ToolReply(command_text(await episode.run(argv)))
 
 
 async def _write(episode: Episode, args: dict[str, str]) -> ToolReply:

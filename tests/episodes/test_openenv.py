@@ -74,6 +74,11 @@ def test_openenv_http_and_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             # partial: the episode stays open (attempts left)
             sid2 = http.post("/reset", json={"seed": 1}).json()["observation"]["session_id"]
             http.post("/step", json=_tool(sid2, "write_file", path="conf.py", content=partial))
+            # a task without a shell still runs a command line: split into words, no shell
+            argv = http.post(
+                "/step", json=_tool(sid2, "run_command", command="python3 -c 'print(6 * 7)' | x")
+            )
+            out["argv"] = argv.json()["observation"]["text"]
             out["partial"] = http.post("/step", json=_tool(sid2, "submit")).json()
             # abstain: the session's sandbox dies mid-episode
             sid3 = http.post("/reset", json={"task_id": "bugfix-calc"}).json()["observation"][
@@ -110,6 +115,7 @@ def test_openenv_http_and_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert out["pass_state"]["result"]["status"] == "pass"
     assert out["pass_state"]["step_count"] == 4
     assert out["partial"]["reward"] == pytest.approx(2 / 3) and out["partial"]["done"] is False
+    assert out["argv"].startswith("exit code: 0\nstdout:\n42\n"), out["argv"]
     dead = out["dead"]
     assert dead["reward"] is None and dead["done"] is True
     assert dead["observation"]["status"] == "error"
