@@ -33,10 +33,11 @@ import re
 from typing import Any, ClassVar
 
 from verifiers.engine import Engine, EngineSettings
-from verifiers.episode import Episode, ToolRefused
+from verifiers.episode import Episode
 from verifiers.errors import BadInput
 from verifiers.types import Result
 
+from . import _tools
 from ._groups import GroupBaseline
 
 try:  # the base class when OpenRLHF is installed; a plain object otherwise (import stays light)
@@ -47,14 +48,15 @@ except ImportError:  # pragma: no cover - exercised only without openrlhf
 __all__ = ["VerifiersAgent", "parse_tool_call"]
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
-_OUTPUT_CHARS = 4000
 
 
-def parse_tool_call(text: str) -> tuple[str, dict[str, Any]] | None:
+def parse_tool_call(text: str) -> tuple[str, Any] | None:
     """The first ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` in ``text``.
 
     Returns ``None`` when there is none; a malformed one is returned as the pseudo tool
-    ``"invalid"`` with the reason, so the model is told what was wrong.
+    ``"invalid"`` with the reason, so the model is told what was wrong. The arguments are
+    returned as given: :func:`~verifiers.rl_adapters._tools.check_arguments` judges them, with
+    the words every other trainer's layer uses.
     """
     match = _TOOL_CALL.search(text)
     if match is None:
@@ -65,10 +67,7 @@ def parse_tool_call(text: str) -> tuple[str, dict[str, Any]] | None:
         return "invalid", {"reason": f"the tool call is not JSON: {exc}"}
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return "invalid", {"reason": 'a tool call is {"name": ..., "arguments": {...}}'}
-    arguments = call.get("arguments") or {}
-    if not isinstance(arguments, dict):
-        return "invalid", {"reason": "arguments must be an object"}
-    return call["name"], arguments
+    return call["name"], call.get("arguments")
 
 
 class _Shared:
@@ -79,12 +78,7 @@ class _Shared:
 
     @classmethod
     def engine(cls, settings: EngineSettings | None) -> Engine:
-        key = id(asyncio.get_running_loop())
-        engine = cls.engines.get(key)
-        if engine is None:
-            engine = Engine(settings or EngineSettings.from_env())
-            cls.engines[key] = engine
-        return engine
+        return _tools.engine_for_loop(cls.engines, settings)
 
     @classmethod
     def group(cls, size: int, wait_s: float) -> GroupBaseline:
@@ -118,24 +112,13 @@ class VerifiersAgent(_Base):  # type: ignore[misc,valid-type]
         label = states.get("label")
         self._key = f"{label}\x00{observation}"
         try:
-            task = json.loads(label) if isinstance(label, str) else label
-            if not isinstance(task, dict):
-                raise BadInput("the label must be the task as JSON")
-            episode_settings = task.pop("episode", None) if "episode" in task else None
-            item: dict[str, Any] = {"task": task, "completion": "", "prompt": observation}
-            if isinstance(episode_settings, dict):
-                item["episode"] = episode_settings
+            item = _tools.episode_item(label, prompt=observation, where="the label")
             self._episode = _Shared.engine(self.engine_settings).episode(item)
             await self._episode.start()
-        except (BadInput, ValueError) as exc:
+        except BadInput as exc:
             self.problem = f"bad task label: {exc}"
             return {"observation": observation}
-        try:
-            files = await self._episode.list_files()
-        except ToolRefused:
-            files = []
-        listing = "\n".join(files) if files else "(none)"
-        return {"observation": f"{observation}\nFiles in your workspace:\n{listing}\n"}
+        return {"observation": f"{observation}\n{await _tools.opening(self._episode)}\n"}
 
     async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Run the tool call in ``states["action_text"]``, or finish on a final answer."""
@@ -149,36 +132,13 @@ class VerifiersAgent(_Base):  # type: ignore[misc,valid-type]
                 await episode.submit(action)
             return await self._final(await episode.finish())
         name, arguments = call
-        text = await self._tool(episode, name, arguments)
+        if name == "invalid":
+            text = str(arguments.get("reason"))
+        else:
+            text = (await _tools.call_tool(episode, name, arguments)).text
         if episode.done:
             return await self._final(await episode.finish(), feedback=text)
         return self._reply(0.0, text, done=False)
-
-    async def _tool(self, episode: Episode, name: str, arguments: dict[str, Any]) -> str:
-        try:
-            if name == "run_command":
-                out = await episode.run(str(arguments.get("command", "")))
-                return (
-                    f"exit code: {out.returncode}\nstdout:\n{out.text()[-_OUTPUT_CHARS:]}"
-                    f"\nstderr:\n{out.text('stderr')[-_OUTPUT_CHARS:]}"
-                )
-            if name == "write_file":
-                await episode.write_file(
-                    str(arguments.get("path", "")), str(arguments.get("content", ""))
-                )
-                return "ok"
-            if name == "read_file":
-                return await episode.read_file(str(arguments.get("path", "")))
-            if name == "list_files":
-                return "\n".join(await episode.list_files())
-            if name == "submit":
-                answer = arguments.get("answer")
-                return (await episode.submit(str(answer) if answer is not None else None)).feedback
-            if name == "invalid":
-                return str(arguments.get("reason"))
-        except ToolRefused as exc:
-            return str(exc)
-        return f"unknown tool {name!r}; use run_command, write_file, read_file, list_files, submit"
 
     async def _final(self, result: Result, feedback: str = "") -> dict[str, Any]:
         self.result = result

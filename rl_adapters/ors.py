@@ -21,17 +21,13 @@ Install with ``pip install verifiers[ors]``.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
-
 from verifiers.engine import Engine, EngineSettings
-from verifiers.episode import Episode, ToolRefused
+from verifiers.episode import Episode
 from verifiers.errors import BadInput, MissingDependency
+
+from . import _tools
 
 try:
     from openreward.environments import Environment, TextBlock, ToolOutput, tool
@@ -40,38 +36,14 @@ except ImportError:  # pragma: no cover - only without the extra
 
 __all__ = ["WorkspaceEnvironment", "build_app", "mount"]
 
-_OUTPUT_CHARS = 4000
-
-
-class CommandArgs(BaseModel):
-    command: str = Field(description="The shell command line, run in the workspace root.")
-
-
-class WriteArgs(BaseModel):
-    path: str = Field(description="Path relative to the workspace root.")
-    content: str = Field(description="The complete new text of the file.")
-
-
-class PathArgs(BaseModel):
-    path: str = Field(description="Path relative to the workspace root.")
-
-
-class NoArgs(BaseModel):
-    pass
-
-
-class SubmitArgs(BaseModel):
-    answer: str = Field(
-        default="", description="The answer (answer tasks); workspace tasks ignore it."
-    )
-
 
 def _text(text: str, *, reward: float | None = None, finished: bool = False) -> ToolOutput:
     return ToolOutput(blocks=[TextBlock(text=text)], reward=reward, finished=finished)
 
 
 class WorkspaceEnvironment(Environment):  # type: ignore[misc]  # openreward is untyped
-    """One ORS session = one episode of a task row (module docstring)."""
+    """One ORS session = one episode of a task row (module docstring). Its tools are made
+    from :data:`verifiers.rl_adapters._tools.TOOLS` below the class."""
 
     splits: ClassVar[dict[str, list[dict[str, Any]]]] = {}
     engine_settings: ClassVar[EngineSettings | None] = None
@@ -95,18 +67,10 @@ class WorkspaceEnvironment(Environment):  # type: ignore[misc]  # openreward is 
     def list_tasks(cls, split: str) -> list[dict[str, Any]]:
         return list(cls.splits.get(split, []))
 
-    @classmethod
-    def _engine(cls) -> Engine:
-        key = id(asyncio.get_running_loop())
-        engine = cls._engines.get(key)
-        if engine is None:
-            engine = Engine(cls.engine_settings or EngineSettings.from_env())
-            cls._engines[key] = engine
-        return engine
-
     async def setup(self) -> None:
         try:
-            self.episode = self._engine().episode({**self.row, "completion": ""})
+            item = _tools.row_item(self.row, where="the task row")
+            self.episode = _tools.engine_for_loop(self._engines, self.engine_settings).episode(item)
             await self.episode.start()
         except BadInput as exc:
             self.problem = f"bad task: {exc}"
@@ -117,78 +81,45 @@ class WorkspaceEnvironment(Environment):  # type: ignore[misc]  # openreward is 
 
     async def get_prompt(self) -> list[TextBlock]:
         prompt = str(self.row.get("prompt") or "")
-        files: list[str] = []
-        if self.episode is not None:
-            try:
-                files = await self.episode.list_files()
-            except ToolRefused:
-                files = []
-        listing = "\n".join(files) if files else "(none)"
-        return [TextBlock(text=f"{prompt}\n\nFiles in your workspace:\n{listing}")]
-
-    def _live(self) -> Episode | ToolOutput:
-        if self.episode is None:
-            return _text(self.problem or "no episode is running", reward=None, finished=True)
-        return self.episode
-
-    @tool  # type: ignore[untyped-decorator]
-    async def run_command(self, args: CommandArgs) -> ToolOutput:
-        """Run a shell command in the workspace; returns exit code, stdout and stderr."""
-        episode = self._live()
-        if isinstance(episode, ToolOutput):
-            return episode
-        out = await episode.run(args.command)
-        return _text(
-            f"exit code: {out.returncode}\nstdout:\n{out.text()[-_OUTPUT_CHARS:]}"
-            f"\nstderr:\n{out.text('stderr')[-_OUTPUT_CHARS:]}"
+        files = (
+            await _tools.opening(self.episode)
+            if self.episode is not None
+            else _tools.opening_text([])
         )
+        return [TextBlock(text=f"{prompt}\n\n{files}")]
 
-    @tool  # type: ignore[untyped-decorator]
-    async def write_file(self, args: WriteArgs) -> ToolOutput:
-        """Create or overwrite a text file in the workspace."""
-        episode = self._live()
-        if isinstance(episode, ToolOutput):
-            return episode
-        try:
-            await episode.write_file(args.path, args.content)
-        except ToolRefused as exc:
-            return _text(str(exc))
-        return _text("ok")
-
-    @tool  # type: ignore[untyped-decorator]
-    async def read_file(self, args: PathArgs) -> ToolOutput:
-        """Read a text file of the workspace."""
-        episode = self._live()
-        if isinstance(episode, ToolOutput):
-            return episode
-        try:
-            return _text(await episode.read_file(args.path))
-        except ToolRefused as exc:
-            return _text(str(exc))
-
-    @tool  # type: ignore[untyped-decorator]
-    async def list_files(self, args: NoArgs) -> ToolOutput:
-        """List the workspace's files."""
-        episode = self._live()
-        if isinstance(episode, ToolOutput):
-            return episode
-        try:
-            return _text("\n".join(await episode.list_files()))
-        except ToolRefused as exc:
-            return _text(str(exc))
-
-    @tool(exclusive=True)  # type: ignore[untyped-decorator]
-    async def submit(self, args: SubmitArgs) -> ToolOutput:
-        """Submit your work to be graded; returns the grade and feedback."""
-        episode = self._live()
-        if isinstance(episode, ToolOutput):
-            return episode
-        step = await episode.submit(args.answer or None)
-        if not step.done:
-            return _text(step.feedback, reward=step.reward)
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
+        """One tool call through the shared dispatch; ``submit`` that ends the episode
+        carries the final reward (``None``: an abstain)."""
+        episode = self.episode
+        if episode is None:
+            return _text(self.problem or "no episode is running", reward=None, finished=True)
+        reply = await _tools.call_tool(episode, name, arguments)
+        if reply.step is None:
+            return _text(reply.text)
+        if not episode.done:
+            return _text(reply.text, reward=reply.step.reward)
         result = await episode.finish()
         reward = None if result.status in ("error", "skipped") else result.reward
-        return _text(step.feedback, reward=reward, finished=True)
+        return _text(reply.text, reward=reward, finished=True)
+
+
+def _ors_tool(spec: _tools.ToolSpec) -> Any:
+    """An ORS ``@tool`` method for one tool of the table (its schema from the table's model)."""
+
+    async def call(self: WorkspaceEnvironment, args: Any) -> ToolOutput:
+        return await self.call(spec.name, args.model_dump())
+
+    call.__name__ = call.__qualname__ = spec.name
+    call.__doc__ = spec.description
+    call.__annotations__ = {"args": _tools.args_model(spec.name), "return": ToolOutput}
+    # submit is exclusive: no other call of the session runs while it judges the tree
+    return tool(exclusive=True)(call) if spec.name == "submit" else tool(call)
+
+
+for _spec in _tools.TOOLS:
+    setattr(WorkspaceEnvironment, _spec.name, _ors_tool(_spec))
+del _spec
 
 
 def build_app(splits: dict[str, list[dict[str, Any]]], engine: EngineSettings | None = None) -> Any:
@@ -198,20 +129,20 @@ def build_app(splits: dict[str, list[dict[str, Any]]], engine: EngineSettings | 
     cls = type(
         "WorkspaceEnvironment",
         (WorkspaceEnvironment,),
-        {"splits": dict(splits), "engine_settings": engine},
+        # its own engines: two apps in one process never share (or close) each other's pool
+        {"splits": dict(splits), "engine_settings": engine, "_engines": {}},
     )
     return Server([cls]).app
 
 
-def mount(app: Any) -> None:
+def mount(app: Any, engine: EngineSettings | None = None) -> None:
     """Mount the ORS routes at the server's root, behind every route ``verifiers serve``
     already has (the ``openreward`` client addresses them from the host root, so they cannot
     live under a prefix), serving the JSONL of task rows that ``VERIFIERS_ORS_TASKS`` names as
     split ``train``. Point ORS clients at ``http://host:port/``."""
-    path = os.environ["VERIFIERS_ORS_TASKS"]
-    rows = [
-        json.loads(line)
-        for line in Path(path).read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-    app.mount("/", build_app({"train": rows}))
+    from verifiers.settings import env
+
+    from .openenv import load_rows
+
+    rows = load_rows(env("VERIFIERS_ORS_TASKS") or "")
+    app.mount("/", build_app({"train": rows}, engine))

@@ -386,6 +386,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             yield
         finally:
             state["draining"] = True
+            if state.get("openenv") is not None:
+                await state["openenv"].aclose()
             await state["engine"].aclose()
 
     app = FastAPI(
@@ -535,7 +537,11 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     app.add_middleware(RequestMetrics, requests=requests_total, seconds=request_seconds)
     app.state.verifiers = state
-    mount_ors(app)  # the Open Reward Standard routes when VERIFIERS_ORS_TASKS is set
+    mount_ors(app, cfg.engine)  # the Open Reward Standard routes when VERIFIERS_ORS_TASKS is set
+    from .openenv import mount as mount_openenv
+
+    # OpenEnv's reset/step/state under /openenv when VERIFIERS_OPENENV_TASKS is set
+    state["openenv"] = mount_openenv(app, engine=cfg.engine)
     return app
 
 

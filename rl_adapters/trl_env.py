@@ -27,27 +27,25 @@ before building the trainer to choose the backend.
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 from verifiers.engine import EngineSettings
-from verifiers.episode import Step, SyncEpisode, ToolRefused
+from verifiers.episode import Step, SyncEpisode
 from verifiers.errors import BadInput
 from verifiers.types import Result
 
+from . import _tools
+
 __all__ = ["VerifiersEnv"]
 
-_OUTPUT_CHARS = 4000
-"""Most characters of a command's stdout (and of its stderr) shown to the model per call."""
+F = TypeVar("F", bound=Callable[..., str])
 
 
-def _loads(value: Any, what: str) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError as exc:
-            raise BadInput(f"row column {what!r} is not valid JSON: {exc}") from None
-    return value
+def _documented(function: F) -> F:
+    """Give a tool method the table's Google docstring (TRL renders the schema from it)."""
+    function.__doc__ = _tools.google_docstring(function.__name__)
+    return function
 
 
 class VerifiersEnv:
@@ -72,19 +70,8 @@ class VerifiersEnv:
         self._result = None
         self.last_step = None
         self.problem = None
-        task = _loads(row.get("task"), "task")
-        if not isinstance(task, dict):
-            self.problem = "row has no 'task' column (a dict or a JSON string)"
-            return None
-        item: dict[str, Any] = {"task": task, "completion": ""}
-        if row.get("id") is not None:
-            item["id"] = str(row["id"])
-        if isinstance(row.get("prompt"), str):
-            item["prompt"] = row["prompt"]
-        episode = _loads(row.get("episode"), "episode")
-        if isinstance(episode, dict):
-            item["episode"] = episode
         try:
+            item = _tools.row_item(row, where="the row")
             self._episode = SyncEpisode(
                 item,
                 engine=self.engine_settings or EngineSettings.from_env(),
@@ -95,106 +82,34 @@ class VerifiersEnv:
             self.problem = f"bad task row: {exc}"
             self._episode = None
             return None
-        try:
-            files = self._episode.list_files()
-        except ToolRefused:
-            return None
-        return "\n\nFiles in your workspace:\n" + ("\n".join(files) if files else "(none)")
+        return "\n\n" + self._episode.run_async(_tools.opening(self._episode.episode))
 
     def get_reward(self) -> float | None:
         """The episode's final reward; ``None`` when it could not be judged (abstain)."""
         result = self.final_result
         return None if result.status in ("error", "skipped") else result.reward
 
-    # -- tools (public methods: TRL exposes each one to the model) ----------------------
+    # -- tools (public methods: TRL exposes each one to the model; texts from _tools) ----
 
+    @_documented
     def run_command(self, command: str) -> str:
-        """Run a shell command in the workspace (its root is the current directory).
+        return self._call("run_command", command=command)
 
-        Args:
-            command: The command line, for example "python3 -m pytest -q" or "ls -la".
-
-        Returns:
-            The exit code, then the command's stdout and stderr.
-        """
-        episode = self._live()
-        if isinstance(episode, str):
-            return episode
-        out = episode.run(command)
-        text = f"exit code: {out.returncode}"
-        if out.timed_out:
-            text += " (timed out)"
-        text += "\nstdout:\n" + out.text()[-_OUTPUT_CHARS:]
-        text += "\nstderr:\n" + out.text("stderr")[-_OUTPUT_CHARS:]
-        return text
-
+    @_documented
     def write_file(self, path: str, content: str) -> str:
-        """Create or overwrite a text file in the workspace.
+        return self._call("write_file", path=path, content=content)
 
-        Args:
-            path: The file's path relative to the workspace root, for example "src/app.py".
-            content: The complete new text of the file.
-
-        Returns:
-            "ok", or why the write was refused.
-        """
-        episode = self._live()
-        if isinstance(episode, str):
-            return episode
-        try:
-            episode.write_file(path, content)
-        except ToolRefused as exc:
-            return str(exc)
-        return "ok"
-
+    @_documented
     def read_file(self, path: str) -> str:
-        """Read a text file of the workspace.
+        return self._call("read_file", path=path)
 
-        Args:
-            path: The file's path relative to the workspace root.
-
-        Returns:
-            The file's text, or why it could not be read.
-        """
-        episode = self._live()
-        if isinstance(episode, str):
-            return episode
-        try:
-            return episode.read_file(path)
-        except ToolRefused as exc:
-            return str(exc)
-
+    @_documented
     def list_files(self) -> str:
-        """List the files of the workspace.
+        return self._call("list_files")
 
-        Returns:
-            One path per line.
-        """
-        episode = self._live()
-        if isinstance(episode, str):
-            return episode
-        try:
-            return "\n".join(episode.list_files())
-        except ToolRefused as exc:
-            return str(exc)
-
+    @_documented
     def submit(self, answer: str = "") -> str:
-        """Submit your work to be graded and get feedback; you may fix it and submit again.
-
-        Args:
-            answer: The final answer, for tasks that grade an answer. Workspace tasks grade
-                the files in the workspace and ignore it.
-
-        Returns:
-            The grade and the grader's feedback.
-        """
-        episode = self._live()
-        if isinstance(episode, str):
-            return episode
-        step = episode.submit(answer or None)
-        self.last_step = step
-        more = "" if not step.done else "\nNo more attempts: the episode is over."
-        return f"{step.feedback}{more}"
+        return self._call("submit", answer=answer)
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -210,10 +125,14 @@ class VerifiersEnv:
                 self._close()
         return self._result
 
-    def _live(self) -> SyncEpisode | str:
-        if self._episode is None:
+    def _call(self, name: str, **arguments: Any) -> str:
+        episode = self._episode
+        if episode is None:
             return self.problem or "no episode is running"
-        return self._episode
+        reply = episode.run_async(_tools.call_tool(episode.episode, name, arguments))
+        if reply.step is not None:
+            self.last_step = reply.step
+        return reply.text
 
     def _close(self) -> None:
         episode, self._episode = self._episode, None

@@ -40,15 +40,16 @@ callers in the same process; an episode nobody submitted is judged and closed by
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import OrderedDict
 from typing import Any, ClassVar
 
 from verifiers.engine import Engine, EngineSettings
-from verifiers.episode import Episode, ToolRefused
+from verifiers.episode import Episode
 from verifiers.errors import BadInput
 from verifiers.types import Result
+
+from . import _tools
 
 try:
     from verl.tools.base_tool import BaseTool as _Base
@@ -60,7 +61,6 @@ except ImportError as exc:  # pragma: no cover - only without veRL
 
 __all__ = ["WorkspaceTool", "episode_result", "finish_request"]
 
-_OUTPUT_CHARS = 4000
 _KEPT_RESULTS = 4096
 """Final results kept for :func:`episode_result` (the oldest go first: a long run finishes
 millions of requests; the reward manager reads them from the sample, not from here)."""
@@ -68,33 +68,6 @@ REQUEST_FIELD = "verifiers_request"
 """``agent_data.extra_fields`` key: the request id of the rollout's episode."""
 RESULT_FIELD = "verifiers_result"
 """``agent_data.extra_fields`` key: the episode's final result, as JSON."""
-
-_SCHEMAS: dict[str, dict[str, Any]] = {
-    "run_command": {
-        "description": "Run a shell command in the workspace root; returns exit code, stdout, stderr.",
-        "properties": {"command": {"type": "string", "description": "The command line."}},
-        "required": ["command"],
-    },
-    "write_file": {
-        "description": "Create or overwrite a text file in the workspace.",
-        "properties": {
-            "path": {"type": "string", "description": "Path relative to the workspace root."},
-            "content": {"type": "string", "description": "The complete new text."},
-        },
-        "required": ["path", "content"],
-    },
-    "read_file": {
-        "description": "Read a text file of the workspace.",
-        "properties": {"path": {"type": "string", "description": "Path relative to the root."}},
-        "required": ["path"],
-    },
-    "list_files": {"description": "List the workspace's files.", "properties": {}, "required": []},
-    "submit": {
-        "description": "Submit your work to be graded; returns the grade and feedback.",
-        "properties": {"answer": {"type": "string", "description": "The answer (answer tasks)."}},
-        "required": [],
-    },
-}
 
 
 class _Requests:
@@ -104,15 +77,6 @@ class _Requests:
     episodes: ClassVar[dict[str, tuple[Episode, float]]] = {}
     results: ClassVar[OrderedDict[str, Result]] = OrderedDict()
     lock: ClassVar[asyncio.Lock | None] = None
-
-
-def _engine(settings: EngineSettings | None) -> Engine:
-    key = id(asyncio.get_running_loop())
-    engine = _Requests.engines.get(key)
-    if engine is None:
-        engine = Engine(settings or EngineSettings.from_env())
-        _Requests.engines[key] = engine
-    return engine
 
 
 def episode_result(request_id: str) -> Result | None:
@@ -142,28 +106,15 @@ class WorkspaceTool(_Base):  # type: ignore[misc,valid-type]
         self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema | None = None
     ) -> None:
         action = str(config.get("action", ""))
-        if action not in _SCHEMAS:
+        names = [spec.name for spec in _tools.TOOLS]
+        if action not in names:
             raise ValueError(
-                f"WorkspaceTool config 'action' must be one of {sorted(_SCHEMAS)}, got {action!r}"
+                f"WorkspaceTool config 'action' must be one of {names}, got {action!r}"
             )
         self.action = action
         self._created: dict[str, dict[str, Any]] = {}
         if tool_schema is None:
-            spec = _SCHEMAS[action]
-            tool_schema = OpenAIFunctionToolSchema.model_validate(
-                {
-                    "type": "function",
-                    "function": {
-                        "name": action,
-                        "description": spec["description"],
-                        "parameters": {
-                            "type": "object",
-                            "properties": spec["properties"],
-                            "required": spec["required"],
-                        },
-                    },
-                }
-            )
+            tool_schema = OpenAIFunctionToolSchema.model_validate(_tools.openai_schema(action))
         super().__init__(config, tool_schema)
 
     async def create(
@@ -192,23 +143,19 @@ class WorkspaceTool(_Base):  # type: ignore[misc,valid-type]
         fields = getattr(agent_data, "extra_fields", None)
         if isinstance(fields, dict):
             fields[REQUEST_FIELD] = request_id
-        reward = 0.0
-        try:
-            text, reward = await self._act(episode, parameters)
-        except ToolRefused as exc:
-            text = str(exc)
+        reply = await _tools.call_tool(episode, self.action, parameters)
         result: Result | None = None
         if episode.done:
             result = await finish_request(request_id)
         else:
             _Requests.episodes[request_id] = (episode, time.monotonic())
-            if self.action == "submit" and episode._results:
+            if reply.step is not None and reply.step.attempt:
                 # The rollout may end here (the model stops after a partial score): what
                 # finish() would give now, rewritten by every later submit and by the end.
-                result = episode._final_result()
+                result = episode.result_so_far()
         if isinstance(fields, dict) and result is not None:
             fields[RESULT_FIELD] = result.json_safe().model_dump_json()
-        return ToolResponse(text=text), reward, {"action": self.action}
+        return ToolResponse(text=reply.text), reply.reward, {"action": self.action}
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         """Forget this call's instance (the episode lives on with its request)."""
@@ -218,38 +165,16 @@ class WorkspaceTool(_Base):  # type: ignore[misc,valid-type]
         held = _Requests.episodes.get(request_id)
         if held is not None:
             return held[0]
-        task = create.get("task")
         try:
-            task = json.loads(task) if isinstance(task, str) else task
-            if not isinstance(task, dict):
-                return "this rollout has no task (tools_kwargs create_kwargs.task)"
-            item: dict[str, Any] = {"id": request_id, "task": task, "completion": ""}
-            episode_settings = create.get("episode")
-            if isinstance(episode_settings, str):
-                episode_settings = json.loads(episode_settings)
-            if isinstance(episode_settings, dict):
-                item["episode"] = episode_settings
-            episode = _engine(self.engine_settings).episode(item)
-        except (BadInput, ValueError) as exc:
+            item = _tools.episode_item(
+                create.get("task"),
+                episode=create.get("episode"),
+                ident=request_id,
+                where="tools_kwargs create_kwargs",
+            )
+            episode = _tools.engine_for_loop(_Requests.engines, self.engine_settings).episode(item)
+        except BadInput as exc:
             return f"bad task: {exc}"
         await episode.start()
         _Requests.episodes[request_id] = (episode, time.monotonic())
         return episode
-
-    async def _act(self, episode: Episode, parameters: dict[str, Any]) -> tuple[str, float]:
-        if self.action == "run_command":
-            out = await episode.run(str(parameters.get("command", "")))
-            text = f"exit code: {out.returncode}\nstdout:\n{out.text()[-_OUTPUT_CHARS:]}\nstderr:\n{out.text('stderr')[-_OUTPUT_CHARS:]}"
-            return text, 0.0
-        if self.action == "write_file":
-            await episode.write_file(
-                str(parameters.get("path", "")), str(parameters.get("content", ""))
-            )
-            return "ok", 0.0
-        if self.action == "read_file":
-            return await episode.read_file(str(parameters.get("path", ""))), 0.0
-        if self.action == "list_files":
-            return "\n".join(await episode.list_files()), 0.0
-        answer = parameters.get("answer")
-        step = await episode.submit(str(answer) if answer else None)
-        return step.feedback, float(step.reward or 0.0)

@@ -349,6 +349,29 @@ class Engine:
 
         return Episode(self, item, settings_for(item, settings))
 
+    def resolve(self, task: Task) -> tuple[Verifier[Any], Spec]:
+        """The verifier and validated spec of a single-verifier ``task``.
+
+        Resolved as scoring resolves them (:meth:`_resolve`, the same reference rule), so a
+        bad task gets the same words from an episode as from a file line or a Python item.
+
+        Raises:
+            UnknownVerifier: no installed verifier has that name.
+            BadInput: the task has ``checks`` instead, its spec does not validate, or it lacks
+                a reference its verifier needs.
+        """
+        if task.verifier is None:
+            raise BadInput("an episode needs a task with one 'verifier' (not 'checks')")
+        verifier, spec, _, _ = self._resolve(task.verifier, task.spec)
+        if task.reference is None and verifier.reference_required:
+            raise BadInput(f"verifier {verifier.name!r} needs task.reference")
+        return verifier, spec
+
+    @property
+    def episode_sandboxes(self) -> SandboxProvider:
+        """The provider of episodes' live sandboxes (its own warm pool beside scoring's)."""
+        return self._episode_sandboxes
+
     # -- internals ---------------------------------------------------------------------
     #
     # An item's way through the engine: ``_start`` unwraps it (an ``InputRecord`` gives its

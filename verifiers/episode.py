@@ -175,10 +175,7 @@ class Episode:
         self.settings = settings
         self.trajectory = _trajectory(item)
         task = self.trajectory.task
-        if task.verifier is None:
-            raise BadInput("an episode needs a task with one 'verifier' (not 'checks')")
-        self._verifier = engine._verifier(task.verifier)
-        self._spec = engine._spec(self._verifier, task.spec)
+        self._verifier, self._spec = engine.resolve(task)
         self.runtime = settings.runtime or str(getattr(self._spec, "runtime", "python"))
         self._session: AbstractAsyncContextManager[Sandbox] | None = None
         self._sandbox: Sandbox | None = None
@@ -221,7 +218,7 @@ class Episode:
         ``BadInput``.
         """
         try:
-            self._session = self._engine._episode_sandboxes.session(
+            self._session = self._engine.episode_sandboxes.session(
                 self.runtime,
                 timeout_s=self.settings.command_timeout_s,
                 memory_mb=self.settings.memory_mb,
@@ -245,6 +242,11 @@ class Episode:
                 await session.__aexit__(None, None, None)
             except VerifierError:
                 pass  # the sandbox is gone already: nothing of ours is left to release
+
+    @property
+    def attempts(self) -> tuple[Result, ...]:
+        """The results of the judged attempts so far, in order."""
+        return tuple(self._results)
 
     @property
     def done(self) -> bool:
@@ -508,6 +510,14 @@ class Episode:
         self._final = self._final_result()
         return self._final
 
+    def result_so_far(self) -> Result:
+        """What :meth:`finish` would give now, without finishing (the sandbox stays open).
+
+        For trainers whose rollout may stop at any call (veRL's agent loop): the result of the
+        episode as it stands after the last judged attempt.
+        """
+        return self._final if self._final is not None else self._final_result()
+
     def _final_result(self) -> Result:
         details: dict[str, Any] = {
             "episode": {
@@ -569,16 +579,15 @@ class Episode:
 
 
 def _trajectory(item: Trajectory | Mapping[str, Any]) -> Trajectory:
-    if isinstance(item, Trajectory):
-        return item
-    data = {k: v for k, v in item.items() if k != "episode"}
-    data.setdefault("completion", "")
-    try:
-        return Trajectory.model_validate(data)
-    except ValidationError as exc:
-        from .engine import validation_message
+    """The item as a trajectory through the engine's one validation path
+    (:func:`verifiers.io.trajectory_from`): a bad item is worded as a file line's would be."""
+    from .io import trajectory_from
 
-        raise BadInput(f"episode item: {validation_message(exc)}") from None
+    if isinstance(item, Mapping):
+        data = {k: v for k, v in item.items() if k != "episode"}
+        data.setdefault("completion", "")
+        return trajectory_from(data)
+    return trajectory_from(item)
 
 
 def settings_for(
@@ -766,6 +775,11 @@ class SyncEpisode:
     @property
     def done(self) -> bool:
         return self._episode.done
+
+    def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine over :attr:`episode` on the shared loop and wait for it (how the
+        trainers' sync layers call the shared tool dispatch)."""
+        return self._bg.call(coro)
 
     def run(self, command: list[str] | str, *, timeout: float | None = None) -> ExecResult:
         return self._bg.call(self._episode.run(command, timeout=timeout))

@@ -201,6 +201,13 @@ VARIABLES: tuple[Variable, ...] = (
         "A JSONL of task rows: `verifiers serve` then mounts the Open Reward Standard routes.",
         "rl_adapters/_ors_hook.py; rl_adapters/ors.py",
     ),
+    Variable(
+        "VERIFIERS_OPENENV_TASKS",
+        "unset",
+        "A JSONL of task rows: `verifiers serve` then serves OpenEnv's reset/step/state routes "
+        "(HTTP and WebSocket) under `/openenv`.",
+        "rl_adapters/openenv.py",
+    ),
     # -- tests and CI ----------------------------------------------------------------------
     Variable(
         "VERIFIERS_SHARED_DATA",

@@ -51,6 +51,10 @@ def main() -> int:
         emit({"infra_error": f"pytest is not importable: {exc!r}"[:300]})
         return 0
 
+    # pytest imported (trusted: the tree is at the end of sys.path): from here on the
+    # project's code runs in this interpreter, and the judge honours no infra_error line
+    # after this one (project code that forged one would turn its 0 into an abstain).
+    emit({"started": True})
     results: dict[str, dict[str, str]] = {}
 
     class Report:

@@ -25,6 +25,7 @@ from verifiers.errors import InvalidOutput
 
 __all__ = [
     "MAX_FILES",
+    "MAX_PATH_BYTES",
     "MAX_TREE_BYTES",
     "RESERVED_DIR",
     "Changes",
@@ -42,6 +43,10 @@ MAX_FILES = 2000
 """Most files one workspace change set may touch."""
 MAX_TREE_BYTES = 16 << 20
 """Most bytes of file content one change set (or snapshot) may carry."""
+MAX_PATH_BYTES = 1024
+"""Longest path (UTF-8 bytes) a change set may write; each name at most ``NAME_MAX`` (255).
+A longer one would fail the sandbox's write (``ENAMETOOLONG``): refused here as the model's
+fail, never left to become a runner error (an abstain)."""
 RESERVED_DIR = ".verifiers"
 """Where the judge's own files live in the verification sandbox; the agent may not write it."""
 _SKIPPED = (".tmp", RESERVED_DIR, "__pycache__", ".pytest_cache")
@@ -64,6 +69,14 @@ def check_path(path: str, *, where: str = "path") -> str:
     parts = [p for p in path.split("/") if p not in ("", ".")]
     if not parts or ".." in parts:
         raise InvalidOutput(f"{where} {path!r} leaves the workspace tree ('..')")
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidOutput(f"{where} {path[:80]!r} is not valid UTF-8 text") from None
+    if size > MAX_PATH_BYTES or any(len(p.encode("utf-8")) > 255 for p in parts):
+        raise InvalidOutput(
+            f"{where} {path[:80]!r}... is too long (at most {MAX_PATH_BYTES} bytes, 255 per name)"
+        )
     if parts[0] == RESERVED_DIR:
         raise InvalidOutput(f"{where} {path!r} is inside {RESERVED_DIR}/, reserved for the judge")
     return "/".join(parts)
@@ -83,7 +96,16 @@ def _check_size(changes: Mapping[str, str | None]) -> None:
     _check_shape(changes)
     if len(changes) > MAX_FILES:
         raise InvalidOutput(f"the change set touches {len(changes)} files (at most {MAX_FILES})")
-    total = sum(len(v.encode("utf-8", "surrogatepass")) for v in changes.values() if v)
+    total = 0
+    for path, text in changes.items():
+        if text:
+            try:
+                total += len(text.encode("utf-8"))
+            except UnicodeEncodeError as exc:
+                # a lone surrogate cannot be written as a file: the model's output, its fail
+                raise InvalidOutput(
+                    f"file {path!r} is not valid UTF-8 text (character {exc.start})"
+                ) from None
     if total > MAX_TREE_BYTES:
         raise InvalidOutput(f"the change set holds {total} bytes (at most {MAX_TREE_BYTES})")
 

@@ -295,9 +295,15 @@ def _io_why(returncode: int, timed_out: bool, stderr: str) -> str:
 
 
 def _verdict(stdout: bytes, nonce: str) -> tuple[bool, dict[str, Any] | None]:
-    """Whether the runner said it was ready, and its verdict (the last nonce line after it)."""
+    """Whether the runner said it was ready, and its verdict (the last nonce line after it).
+
+    An ``infra_error`` counts only before the runner's ``started`` line: after it the
+    project's code runs in the runner's interpreter and could write one (an abstain for a
+    certain 0); such a line is then the project's and no test counts.
+    """
     prefix = (nonce + " ").encode()
     ready = False
+    started = False
     verdict: dict[str, Any] | None = None
     for line in stdout.splitlines():
         if not line.startswith(prefix):
@@ -310,7 +316,11 @@ def _verdict(stdout: bytes, nonce: str) -> tuple[bool, dict[str, Any] | None]:
             continue
         if data.get("ready") is True and not ready:
             ready = True
+        elif ready and data.get("started") is True and not started:
+            started = True
         elif ready:
+            if started and "infra_error" in data:
+                data = {"crashed": "the project reported a runner failure of its own making"}
             verdict = data
     return ready, verdict
 

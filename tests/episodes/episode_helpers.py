@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -31,3 +34,19 @@ def with_engine(body: Callable[[Engine], Awaitable[T]], **settings: Any) -> T:
             return await body(engine)
 
     return asyncio.run(main())
+
+
+def serve_in_thread(app: Any) -> tuple[Any, threading.Thread, int]:
+    """``app`` under a real uvicorn server on a free loopback port, in a daemon thread; stop it
+    with ``server.should_exit = True`` and ``thread.join()``."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    return server, thread, port

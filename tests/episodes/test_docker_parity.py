@@ -13,7 +13,15 @@ from verifiers import Engine
 
 pytestmark = pytest.mark.docker
 
-OFFLINE = ["conftest-root", "builtins-patch", "exit-127-at-import", "file-over-dir-conflict"]
+OFFLINE = [
+    "conftest-root",
+    "builtins-patch",
+    "exit-127-at-import",
+    "file-over-dir-conflict",
+    "forge-runner-infra-error",
+    "name-too-long",
+    "lone-surrogate-text",
+]
 
 
 def test_docker_backend_gives_the_same_verdicts() -> None:

@@ -7,13 +7,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
-import threading
-import time
 from typing import Any
 
 import pytest
-from episode_helpers import TASKS, row
+from episode_helpers import TASKS, row, serve_in_thread
 
 from verifiers import EngineSettings
 
@@ -21,7 +18,6 @@ pytestmark = pytest.mark.bwrap
 
 
 def test_ors_client_pass_partial_abstain() -> None:
-    import uvicorn
     from verifiers.rl_adapters.ors import WorkspaceEnvironment, build_app
 
     rows = [
@@ -30,14 +26,7 @@ def test_ors_client_pass_partial_abstain() -> None:
         row("bugfix-calc"),
     ]
     app = build_app({"train": rows}, engine=EngineSettings(sandbox="local"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
+    server, thread, port = serve_in_thread(app)
     url = f"http://127.0.0.1:{port}/"
 
     async def main() -> dict[str, Any]:
