@@ -234,20 +234,18 @@ def load_runtime(folder: Path) -> Runtime | None:
             raise InfraError(f"{file}: [runtime].{key} must be a list of strings")
         return tuple(value)
 
-    wheels = strings("wheels")
-    for wheel in wheels:
-        if not _PIN.match(wheel):
-            raise InfraError(
-                f"{file}: wheel {wheel!r} is not pinned; write it as 'name==version' "
-                "(runtimes are reproducible: every distribution, dependencies included)"
-            )
-    npm = strings("npm")
-    for package in npm:
-        if not _NPM_PIN.match(package):
-            raise InfraError(
-                f"{file}: npm package {package!r} is not pinned; write it as 'name@1.2.3' "
-                "(runtimes are reproducible: every package, dependencies included)"
-            )
+    def pinned(key: str, pattern: re.Pattern[str], what: str, form: str) -> tuple[str, ...]:
+        items = strings(key)
+        for item in items:
+            if not pattern.match(item):
+                raise InfraError(
+                    f"{file}: {what} {item!r} is not pinned; write it as {form!r} "
+                    "(runtimes are reproducible: every package, dependencies included)"
+                )
+        return items
+
+    wheels = pinned("wheels", _PIN, "wheel", "name==version")
+    npm = pinned("npm", _NPM_PIN, "npm package", "name@1.2.3")
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise InfraError(f"{file}: [runtime.env] values must be strings")
