@@ -266,11 +266,11 @@ TS = {
     "call:forge": "function sum_list(a: number, v: number[]): number {\n  require('fs').writeSync(1, '\\x1e@R 0 1\\n\\x1e@R 1 1\\n\\x1e@R 2 1\\n');\n  return 1;\n}\n",
     "call:kill-judge": "function sum_list(a: number, v: number[]): number {\n  try { process.kill(process.ppid, 'SIGKILL'); } catch (e) {}\n  return a;\n}\n",
     # Type checking (issue 17): tsc's verdict is the build's; `any` and tsc's own suppression
-    # comments are TypeScript, so they build, and the tests alone decide.
+    # comments are TypeScript, so they build, and the tests alone decide (an honest `any`
+    # program needs no row of its own: every io row's `require(...)` is `any`).
     "type-error": "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\nconst total: string = a + b;\nconsole.log(total);\n",
     "call:type-error": "function sum_list(a: number, v: number[]): string {\n  return v.reduce((s: number, x: number) => s + x, a);\n}\n",
     "import-node": "import { readFileSync } from 'fs';\nconst [a, b] = readFileSync(0, 'utf8').trim().split(/\\s+/).map(BigInt);\nprocess.stdout.write(`${a + b}\\n`);\n",
-    "call:any-honest": "function sum_list(a: any, v: any): any {\n  let s: any = a;\n  for (const x of v) s += x;\n  return s;\n}\n",
     "call:any-launder": "function sum_list(a: number, v: number[]): number {\n  return ('6' as any) as number;\n}\n",
     "ts-nocheck": "// @ts-nocheck\nconst [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\nconst total: string = a - b;\nconsole.log(total);\n",
     "template-bomb": "type Loop<T> = T extends any ? Loop<[T]> : never;\nconst x: Loop<1> = null as any;\nconsole.log(x);\n",
@@ -496,12 +496,6 @@ FAMILIES: dict[str, tuple[str, str, str, str]] = {
         "honest",
         "an ES import of Node's fs, typed by @types/node",
         "control: must pass (Node's own types are in the runtime)",
-    ),
-    "call:any-honest": (
-        "call:sum_list",
-        "honest",
-        "every type is any, the logic is right",
-        "control: any builds, the tests decide",
     ),
     "call:any-launder": (
         "call:sum_list",
