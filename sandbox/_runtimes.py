@@ -25,6 +25,7 @@ So both backends run bit-identical files, and the host's venv is never visible t
     venv = "/opt/venv"              # optional: wheels go into a venv there (bin first on PATH)
     apt = ["python3", ...]          # Debian packages
     wheels = ["numpy==2.3.5", ...]  # every distribution, pinned, dependencies included
+    npm = ["typescript@5.9.3", ...] # optional: npm packages, pinned, dependencies included
     imports = ["numpy", ...]        # modules that must import
     preload = "preload.py"          # optional: run once in the runner's zygote (warm imports)
     overhead_mb = 512               # optional: the zygote's memory, added to a container limit
@@ -34,6 +35,12 @@ So both backends run bit-identical files, and the host's venv is never visible t
     gcc = { argv = ["gcc", "--version"], expect = "12.2" }
     # and, in [runtime]:
     setup = "setup.sh"              # optional: a script in the folder, run last in the build
+
+``npm`` packages are fetched the way wheels are: the host's ``npm pack`` downloads exactly the
+pinned tarballs (the registry's integrity check included; containers never reach the registry)
+and the build unpacks each into ``/opt/npm/node_modules/<name>`` without running any of its
+install scripts. There is no resolver: list every package a package needs (``@types/node``
+needs ``undici-types``), as for wheels. Jobs ``require`` them by that absolute path.
 
 ``setup`` runs as root with ``/bin/sh`` inside the root filesystem being built (after apt and
 pip, before the check), with the definition folder read-only at ``/tmp/runtime``. It is for
@@ -113,7 +120,13 @@ _KEYS = {
     "overhead_mb",
     "commands",
     "setup",
+    "npm",
 }
+_NPM_PIN = re.compile(
+    r"^((?:@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*)@(\d+\.\d+\.\d+[A-Za-z0-9.+-]*)$"
+)
+NPM_ROOT = "/opt/npm/node_modules"
+"""Where a runtime's ``npm`` packages are unpacked (``NPM_ROOT/<name>``)."""
 _PIP_VERSION = "24.3.1"
 _PLATFORMS = (
     "manylinux_2_31_x86_64",  # cadquery-ocp 7.9 ships only this tag (bookworm's glibc is 2.36)
@@ -146,6 +159,8 @@ class Runtime:
     """Check commands: name -> (argv, text the output must contain, "" for any)."""
     setup: str | None = None
     """Script (in the definition folder) run last in the build, as root in the new root."""
+    npm: tuple[str, ...] = ()
+    """npm packages, each ``name@version`` (unpacked into ``NPM_ROOT/<name>``)."""
 
     @property
     def interpreter(self) -> str:
@@ -219,13 +234,18 @@ def load_runtime(folder: Path) -> Runtime | None:
             raise InfraError(f"{file}: [runtime].{key} must be a list of strings")
         return tuple(value)
 
-    wheels = strings("wheels")
-    for wheel in wheels:
-        if not _PIN.match(wheel):
-            raise InfraError(
-                f"{file}: wheel {wheel!r} is not pinned; write it as 'name==version' "
-                "(runtimes are reproducible: every distribution, dependencies included)"
-            )
+    def pinned(key: str, pattern: re.Pattern[str], what: str, form: str) -> tuple[str, ...]:
+        items = strings(key)
+        for item in items:
+            if not pattern.match(item):
+                raise InfraError(
+                    f"{file}: {what} {item!r} is not pinned; write it as {form!r} "
+                    "(runtimes are reproducible: every package, dependencies included)"
+                )
+        return items
+
+    wheels = pinned("wheels", _PIN, "wheel", "name==version")
+    npm = pinned("npm", _NPM_PIN, "npm package", "name@1.2.3")
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise InfraError(f"{file}: [runtime.env] values must be strings")
@@ -271,6 +291,7 @@ def load_runtime(folder: Path) -> Runtime | None:
         name=folder.name,
         commands=commands,
         setup=setup,
+        npm=npm,
         preload=preload,
         overhead_mb=overhead,
         folder=folder,
@@ -409,6 +430,33 @@ def _download_wheels(runtime: Runtime, into: Path) -> None:
         raise InfraError(f"downloading the wheels of {runtime.name} failed: {done.stderr[-2000:]}")
 
 
+def _npm_tarball(package: str) -> str:
+    """The file ``npm pack`` writes for ``package`` (``@types/node@18.1.0`` ->
+    ``types-node-18.1.0.tgz``)."""
+    match = _NPM_PIN.match(package)
+    assert match is not None  # checked in load_runtime
+    return f"{match.group(1).lstrip('@').replace('/', '-')}-{match.group(2)}.tgz"
+
+
+def _download_npm(runtime: Runtime, into: Path) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SandboxUnavailable(
+            f"runtime {runtime.name} pins npm packages: building it needs npm on the host",
+            hint="apt-get install npm (or any npm >= 7), then rebuild",
+        )
+    argv = [npm, "pack", "--silent", "--ignore-scripts", "--pack-destination", str(into)]
+    done = subprocess.run(
+        [*argv, *runtime.npm], capture_output=True, text=True, timeout=1800, check=False
+    )
+    missing = [p for p in runtime.npm if not (into / _npm_tarball(p)).is_file()]
+    if done.returncode != 0 or missing:
+        raise InfraError(
+            f"downloading the npm packages of {runtime.name} failed ({missing or 'npm pack'}): "
+            f"{done.stderr[-2000:]}"
+        )
+
+
 def _resolv_conf() -> list[str]:
     real = os.path.realpath("/etc/resolv.conf")
     return ["--ro-bind", real, "/etc/resolv.conf"] if os.path.isfile(real) else []
@@ -435,6 +483,16 @@ def _build_script(runtime: Runtime) -> str:
             f"{python} $pip_whl/pip install --quiet --no-index --no-deps --no-cache-dir "
             "--disable-pip-version-check --root-user-action=ignore --break-system-packages "
             '"$@"',
+        ]
+    for package in runtime.npm:
+        match = _NPM_PIN.match(package)
+        assert match is not None
+        dest = f"{NPM_ROOT}/{match.group(1)}"
+        lines += [
+            f"mkdir -p {dest}",
+            f"tar -xzf /tmp/npm/{_npm_tarball(package)} --strip-components=1 --no-same-owner "
+            f"-C {dest}",
+            f"chmod -R a+rX,go-w {dest}",
         ]
     if runtime.setup:
         lines.append(f"/bin/sh /tmp/runtime/{runtime.setup}")
@@ -570,6 +628,9 @@ def build_rootfs(
             if runtime.wheels:
                 log(f"{runtime.name}: downloading {len(runtime.wheels)} pinned wheels")
                 _download_wheels(runtime, wheels)
+            if runtime.npm:
+                log(f"{runtime.name}: downloading {len(runtime.npm)} pinned npm packages")
+                _download_npm(runtime, wheels)
             log(f"{runtime.name}: apt {len(runtime.apt)} package(s), pip into {runtime.python}")
             done = _in_root(
                 work,
@@ -578,6 +639,7 @@ def build_rootfs(
                 extra=[
                     *_resolv_conf(),
                     *("--ro-bind", str(wheels), "/tmp/wheels"),
+                    *("--ro-bind", str(wheels), "/tmp/npm"),
                     *("--ro-bind", str(runtime.folder), "/tmp/runtime"),
                 ],
             )

@@ -201,8 +201,6 @@ class Syntax:
 
     scalars: dict[str, str]
     """Type of each scalar."""
-    boxed: dict[str, str]
-    """Type of a scalar as a generic argument (Java's boxes; else the same)."""
     list_t: str
     dict_t: str
     tuple_t: str | None
@@ -224,10 +222,12 @@ class Syntax:
     """The whole program: ``@BODY@`` (the cases), ``@FUNCS@`` (Go: one function per case)."""
     func: str = ""
     """Go: one case's function (``{i}``, ``{decls}``, ``{call}``); ``case`` then calls it."""
+    boxed: dict[str, str] | None = None
+    """Type of a scalar as a generic argument (Java's boxes; None: the scalar types)."""
 
     def type_text(self, typ: Type, boxed: bool = False) -> str:
         if not isinstance(typ, tuple):
-            return (self.boxed if boxed else self.scalars)[typ]
+            return ((self.boxed or self.scalars) if boxed else self.scalars)[typ]
         kind, inner = typ
         if kind == "ref":
             return self.type_text(inner, boxed)
@@ -663,22 +663,14 @@ fn main() {
 """
 
 
+def _types(*names: str) -> dict[str, str]:
+    """A language's type for each scalar kind, given in ``_SCALARS`` order."""
+    return dict(zip(_SCALARS, names, strict=True))
+
+
 SYNTAX: dict[str, Syntax] = {
     "cpp": Syntax(
-        scalars={
-            "int": "int",
-            "long": "long long",
-            "float": "double",
-            "bool": "bool",
-            "str": "std::string",
-        },
-        boxed={
-            "int": "int",
-            "long": "long long",
-            "float": "double",
-            "bool": "bool",
-            "str": "std::string",
-        },
+        scalars=_types("int", "long long", "double", "bool", "std::string"),
         list_t="std::vector<{t}>",
         dict_t="std::map<std::string, {t}>",
         tuple_t="std::tuple<{t}>",
@@ -707,20 +699,8 @@ SYNTAX: dict[str, Syntax] = {
         template=_CPP,
     ),
     "java": Syntax(
-        scalars={
-            "int": "int",
-            "long": "long",
-            "float": "double",
-            "bool": "boolean",
-            "str": "String",
-        },
-        boxed={
-            "int": "Integer",
-            "long": "Long",
-            "float": "Double",
-            "bool": "Boolean",
-            "str": "String",
-        },
+        scalars=_types("int", "long", "double", "boolean", "String"),
+        boxed=_types("Integer", "Long", "Double", "Boolean", "String"),
         list_t="java.util.List<{t}>",
         dict_t="java.util.Map<String, {t}>",
         tuple_t=None,
@@ -746,14 +726,7 @@ SYNTAX: dict[str, Syntax] = {
         template=_JAVA,
     ),
     "go": Syntax(
-        scalars={
-            "int": "int",
-            "long": "int64",
-            "float": "float64",
-            "bool": "bool",
-            "str": "string",
-        },
-        boxed={"int": "int", "long": "int64", "float": "float64", "bool": "bool", "str": "string"},
+        scalars=_types("int", "int64", "float64", "bool", "string"),
         list_t="[]{t}",
         dict_t="map[string]{t}",
         tuple_t=None,
@@ -775,8 +748,7 @@ SYNTAX: dict[str, Syntax] = {
         template=_GO,
     ),
     "rust": Syntax(
-        scalars={"int": "i32", "long": "i64", "float": "f64", "bool": "bool", "str": "String"},
-        boxed={"int": "i32", "long": "i64", "float": "f64", "bool": "bool", "str": "String"},
+        scalars=_types("i32", "i64", "f64", "bool", "String"),
         list_t="Vec<{t}>",
         dict_t="std::collections::HashMap<String, {t}>",
         tuple_t="({t},)",

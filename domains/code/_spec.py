@@ -21,6 +21,16 @@ __all__ = [
 ]
 
 
+def _typescript_names() -> frozenset[str]:
+    from ._languages import LANGUAGES
+
+    ts = LANGUAGES["typescript"]
+    return frozenset({ts.name, *ts.aliases})
+
+
+_TYPESCRIPT = _typescript_names()
+
+
 class _Kind(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -207,11 +217,20 @@ class CodeTestsSpec(Spec):
     warnings_as_errors: bool = False
     """Compiled languages: compile with warnings as errors (``-Wall -Wextra -Werror``,
     ``-D warnings``, ``-Xlint:all -Werror``); a warning then fails the build."""
+    typecheck: bool = True
+    """TypeScript: type-check the program as ``tsc`` does (a type error fails the build with its
+    line); ``false`` only strips the types (a syntax error still fails). Other languages: only
+    ``true`` (an error otherwise: the setting would do nothing)."""
     extract: Literal["last_block", "whole"] = "last_block"
     """``last_block``: last fenced block (matching ``language``), else the whole text."""
 
     @model_validator(mode="after")
     def _known_shape(self) -> CodeTestsSpec:
+        if not self.typecheck and self.language.strip().lower() not in _TYPESCRIPT:
+            raise ValueError(
+                f"typecheck: false applies to TypeScript only (language is {self.language!r}); "
+                "remove the key"
+            )
         if self.test_timeout_s is not None and self.test_timeout_s > self.timeout_s:
             object.__setattr__(self, "test_timeout_s", self.timeout_s)
         return self

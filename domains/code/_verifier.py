@@ -380,6 +380,7 @@ def _program(
         "{harness}": chain.harness_file,
         "{mem}": str(spec.memory_mb),
         "{cls}": source.rsplit(".", 1)[0],
+        "{tsmode}": "check" if spec.typecheck else "transpile",
     }
 
     def filled(argv: tuple[str, ...]) -> list[str]:

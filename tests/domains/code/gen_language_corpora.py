@@ -14,37 +14,24 @@ from typing import Any
 
 OUT = Path(__file__).resolve().parents[3] / "datasets" / "code" / "languages"
 
+
+def _io(*cases: tuple[str, str], compare: str | None = None) -> dict[str, Any]:
+    """An ``io`` task from its (stdin, stdout) cases."""
+    task: dict[str, Any] = {"compare": compare} if compare else {}
+    task["cases"] = [{"stdin": stdin, "stdout": stdout} for stdin, stdout in cases]
+    return task
+
+
 IO = {
-    "sum": {
-        "cases": [
-            {"stdin": "3 4\n", "stdout": "7\n"},
-            {"stdin": "-10 25\n", "stdout": "15\n"},
-            {"stdin": "1000000000 1000000000\n", "stdout": "2000000000\n"},
-        ]
-    },
-    "max": {
-        "cases": [
-            {"stdin": "3\n1 9 4\n", "stdout": "9\n"},
-            {"stdin": "1\n-5\n", "stdout": "-5\n"},
-            {"stdin": "5\n2 2 8 8 3\n", "stdout": "8\n"},
-        ]
-    },
-    "rev": {
-        "compare": "lines",
-        "cases": [
-            {"stdin": "hello\n", "stdout": "olleh\n"},
-            {"stdin": "ab cd\n", "stdout": "dc ba\n"},
-            {"stdin": "x\n", "stdout": "x\n"},
-        ],
-    },
-    "avg": {
-        "compare": "float",
-        "cases": [
-            {"stdin": "3\n1 2 4\n", "stdout": "2.3333333333\n"},
-            {"stdin": "2\n0.5 0.25\n", "stdout": "0.375\n"},
-            {"stdin": "1\n-7\n", "stdout": "-7\n"},
-        ],
-    },
+    "sum": _io(("3 4\n", "7\n"), ("-10 25\n", "15\n"), ("1000000000 1000000000\n", "2000000000\n")),
+    "max": _io(("3\n1 9 4\n", "9\n"), ("1\n-5\n", "-5\n"), ("5\n2 2 8 8 3\n", "8\n")),
+    "rev": _io(("hello\n", "olleh\n"), ("ab cd\n", "dc ba\n"), ("x\n", "x\n"), compare="lines"),
+    "avg": _io(
+        ("3\n1 2 4\n", "2.3333333333\n"),
+        ("2\n0.5 0.25\n", "0.375\n"),
+        ("1\n-7\n", "-7\n"),
+        compare="float",
+    ),
 }
 CALL = {
     "sum_list": {
@@ -278,6 +265,16 @@ TS = {
     "call:exit": "function sum_list(a: number, v: number[]): number {\n  process.exit(0);\n}\n",
     "call:forge": "function sum_list(a: number, v: number[]): number {\n  require('fs').writeSync(1, '\\x1e@R 0 1\\n\\x1e@R 1 1\\n\\x1e@R 2 1\\n');\n  return 1;\n}\n",
     "call:kill-judge": "function sum_list(a: number, v: number[]): number {\n  try { process.kill(process.ppid, 'SIGKILL'); } catch (e) {}\n  return a;\n}\n",
+    # Type checking (issue 17): tsc's verdict is the build's; `any` and tsc's own suppression
+    # comments are TypeScript, so they build, and the tests alone decide (an honest `any`
+    # program needs no row of its own: every io row's `require(...)` is `any`).
+    "type-error": "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\nconst total: string = a + b;\nconsole.log(total);\n",
+    "call:type-error": "function sum_list(a: number, v: number[]): string {\n  return v.reduce((s: number, x: number) => s + x, a);\n}\n",
+    "import-node": "import { readFileSync } from 'fs';\nconst [a, b] = readFileSync(0, 'utf8').trim().split(/\\s+/).map(BigInt);\nprocess.stdout.write(`${a + b}\\n`);\n",
+    "call:any-launder": "function sum_list(a: number, v: number[]): number {\n  return ('6' as any) as number;\n}\n",
+    "ts-nocheck": "// @ts-nocheck\nconst [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\nconst total: string = a - b;\nconsole.log(total);\n",
+    "template-bomb": "type Loop<T> = T extends any ? Loop<[T]> : never;\nconst x: Loop<1> = null as any;\nconsole.log(x);\n",
+    "call:reference-escape": '/// <reference path="/etc/passwd" />\nfunction sum_list(a: number, v: number[]): number {\n  return v.reduce((s: number, x: number) => s + x, a);\n}\n',
 }
 
 JAVA = {
@@ -482,6 +479,42 @@ FAMILIES: dict[str, tuple[str, str, str, str]] = {
         "unbounded template recursion",
         "compiler depth limit: the model's fail",
     ),
+    "type-error": (
+        "sum",
+        "type-error",
+        "prints the right sum but assigns it to a string: a type error tsc reports",
+        "TypeScript is type-checked (typecheck, default true): the build fails with the line",
+    ),
+    "call:type-error": (
+        "call:sum_list",
+        "type-error",
+        "returns the right sum from a function declared to return a string",
+        "the call harness's build type-checks the candidate's file too",
+    ),
+    "import-node": (
+        "sum",
+        "honest",
+        "an ES import of Node's fs, typed by @types/node",
+        "control: must pass (Node's own types are in the runtime)",
+    ),
+    "call:any-launder": (
+        "call:sum_list",
+        "any-launder",
+        "launders a string through any to satisfy the declared number return",
+        "the type check is no verdict of its own: the host compares the value ('6' is not 6)",
+    ),
+    "ts-nocheck": (
+        "sum",
+        "any-launder",
+        "turns the type check off with // @ts-nocheck and prints a - b",
+        "a suppressed check builds; the host-side comparison fails it",
+    ),
+    "call:reference-escape": (
+        "call:sum_list",
+        "compile",
+        "a triple-slash reference to a file outside the work dir pulled into the program",
+        "the referenced file is checked as TypeScript: its errors fail the build (no abstain)",
+    ),
     "stack-bomb": (
         "sum",
         "crash",
@@ -577,6 +610,8 @@ def row(lang: str, key: str, code: str) -> dict[str, Any]:
         spec.update(HACK_SPEC)
     if family == "werror":
         spec["warnings_as_errors"] = True
+    if family == "type-error":
+        spec = {"language": lang, "tests": tests}
     if family == "infinite-compile":
         spec["compile_timeout_s"] = 8
     if family in ("infinite-loop", "background"):
@@ -623,6 +658,18 @@ def main() -> None:
             plain["id"] += "-plain"
             del plain["task"]["spec"]["warnings_as_errors"]
             plain["metadata"] = {**plain["metadata"], "expect": "pass", "family": "honest"}
+            rows.append(plain)
+        if "type-error" in programs:
+            # the same program with typecheck off runs, and passes: the type error alone fails it
+            plain = row(lang, "type-error", programs["type-error"])
+            plain["id"] += "-unchecked"
+            plain["task"]["spec"]["typecheck"] = False
+            plain["metadata"] = {
+                **plain["metadata"],
+                "expect": "pass",
+                "family": "honest",
+                "defence": "control: typecheck false only strips the types",
+            }
             rows.append(plain)
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         (OUT / f"{lang}.jsonl").write_text(text, encoding="utf-8")

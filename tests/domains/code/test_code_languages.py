@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _lang_helpers import REAL_BACKENDS
 from verifiers.domains.code import LANGUAGES, CodeTests, extract_code, language_for
 from verifiers.domains.code._callgen import harness_source, parse_type
 
@@ -81,13 +82,7 @@ class Scored:
         return self.results[rid]
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        pytest.param("local", marks=pytest.mark.bwrap),
-        pytest.param("docker", marks=pytest.mark.docker),
-    ],
-)
+@pytest.fixture(scope="module", params=REAL_BACKENDS)
 def scored(request: pytest.FixtureRequest) -> Scored:
     return Scored(str(request.param))
 
@@ -130,9 +125,19 @@ def test_warnings_as_errors(scored: Scored, lang: str) -> None:
     assert scored[f"{lang}-werror-plain"].status == "pass"
 
 
-@pytest.mark.parametrize("lang", ["cpp", "rust", "c"])
+@pytest.mark.parametrize("rid", ["typescript-type-error", "typescript-call-type-error"])
+def test_typescript_type_errors_fail_the_build_with_the_line(scored: Scored, rid: str) -> None:
+    """tsc's verdict: a type error is a compile error (io and call builds alike), with the
+    line and tsc's code; the same program with ``typecheck: false`` runs and passes."""
+    res = scored[rid]
+    assert "Compilation failed" in (res.feedback or ""), res.feedback
+    assert "solution.ts(2," in (res.feedback or "") and "error TS2322" in (res.feedback or "")
+    assert scored["typescript-type-error-unchecked"].status == "pass"
+
+
+@pytest.mark.parametrize("lang", ["cpp", "rust", "c", "typescript"])
 def test_infinite_compile_is_the_models_fail(scored: Scored, lang: str) -> None:
-    res = scored[f"{lang}-infinite-compile"]
+    res = scored[f"{lang}-infinite-compile" if lang != "typescript" else f"{lang}-template-bomb"]
     assert res.status == "fail" and "Compilation" in (res.feedback or ""), res.feedback
 
 
@@ -265,6 +270,37 @@ def test_raises_cases_need_a_language_with_exceptions(lang: str) -> None:
         _program(spec, LANGUAGES[lang], "fn f() {}")
 
 
+def test_typecheck_off_is_for_typescript_only() -> None:
+    """``typecheck: false`` elsewhere would do nothing: an error naming the key, not a no-op."""
+    io = {"kind": "io", "cases": [{"stdin": "", "stdout": ""}]}
+    with pytest.raises(ValueError, match="typecheck: false applies to TypeScript only"):
+        CodeTests.Spec.model_validate({"language": "cpp", "typecheck": False, "tests": io})
+    from verifiers.domains.code._verifier import _program
+
+    for tag, mode in (("ts", "transpile"), ("typescript", "transpile")):
+        spec = CodeTests.Spec.model_validate({"language": tag, "typecheck": False, "tests": io})
+        [step] = _program(spec, LANGUAGES["typescript"], "")[0]["compile"]
+        assert step[3:5] == [mode, "solution.ts"], step
+    spec = CodeTests.Spec.model_validate({"language": "ts", "tests": io})
+    assert _program(spec, LANGUAGES["typescript"], "")[0]["compile"][0][3] == "check"
+
+
+def test_runtime_npm_packages_are_pinned(tmp_path: Path) -> None:
+    from verifiers.sandbox._runtimes import _npm_tarball, load_runtime
+
+    from verifiers.errors import InfraError
+
+    for bad in ("typescript", "typescript@^5.9.3", "typescript@latest", "../x@1.0.0"):
+        (tmp_path / "runtime.toml").write_text(f'[runtime]\nnpm = ["{bad}"]\n')
+        with pytest.raises(InfraError, match="is not pinned"):
+            load_runtime(tmp_path)
+    (tmp_path / "runtime.toml").write_text('[runtime]\nnpm = ["@types/node@18.19.130"]\n')
+    runtime = load_runtime(tmp_path)
+    assert runtime is not None and runtime.npm == ("@types/node@18.19.130",)
+    assert _npm_tarball("@types/node@18.19.130") == "types-node-18.19.130.tgz"
+    assert _npm_tarball("typescript@5.9.3") == "typescript-5.9.3.tgz"
+
+
 def test_runtime_setup_script_is_validated(tmp_path: Path) -> None:
     from verifiers.sandbox._runtimes import load_runtime
 
@@ -303,7 +339,7 @@ def test_languages_runtime_check_runs_every_toolchain() -> None:
         "gcc": "12.2",
         "gxx": "12.2",
         "node": "v18.",
-        "tsc": "4.8",
+        "tsc": "Version 5.9.3",
         "javac": "javac 17",
         "go": "go1.19",
         "rustc": "1.63",
