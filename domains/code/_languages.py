@@ -24,6 +24,8 @@ from pathlib import Path
 
 from verifiers.errors import BadInput
 
+from ._judge_record import JUDGE_MODULES
+
 __all__ = ["LANGUAGES", "Language", "Toolchain", "judge_files", "language_for"]
 
 JUDGE_DIR = ".judge"
@@ -118,7 +120,7 @@ _JAVA_PUBLIC = re.compile(
 _HERE = Path(__file__).parent
 _PY_JUDGE = (
     (f"{JUDGE_DIR}/boot.py", _HERE / "_judge_boot.py"),
-    (f"{JUDGE_DIR}/harness.py", _HERE / "_harness.py"),
+    *((f"{JUDGE_DIR}/{name}.py", _HERE / f"{name}.py") for name in JUDGE_MODULES),
 )
 _CALL = frozenset({"io", "call"})
 _B = BUILD_DIR
@@ -314,22 +316,12 @@ def language_for(name: str) -> Language:
 def judge_files(lang: Language) -> dict[str, bytes]:
     """The judge's files for the sandbox, compressed (they travel with every sample).
 
-    The judge ships as its boot script, ``harness.bin`` (this interpreter's magic number +
-    zlib-compressed marshalled code, used when the sandbox's Python has the same magic number)
-    and ``harness.py.z`` (the compressed source, compiled otherwise); a language's trusted
-    helper files come with it.
+    The judge's modules ship precompiled (``_judge_boot.pack``: its boot script, ``harness.bin``
+    and ``harness.py.z``); a language's trusted helper files come with them.
     """
-    import importlib.util
-    import marshal
-    import zlib
+    from ._judge_boot import pack
 
-    sources = dict(lang.judge_sources)
-    harness = sources[f"{JUDGE_DIR}/harness.py"].read_text(encoding="utf-8")
-    code = compile(harness, f"{JUDGE_DIR}/harness.py", "exec", dont_inherit=True)
     return {
-        f"{JUDGE_DIR}/boot.py": sources[f"{JUDGE_DIR}/boot.py"].read_bytes(),
-        f"{JUDGE_DIR}/harness.bin": importlib.util.MAGIC_NUMBER
-        + zlib.compress(marshal.dumps(code), 9),
-        f"{JUDGE_DIR}/harness.py.z": zlib.compress(harness.encode("utf-8"), 9),
+        **pack(dict(lang.judge_sources)),
         **{dest: src.read_bytes() for dest, src in lang.extra_files},
     }

@@ -1,0 +1,144 @@
+"""Scores every ``code.tests`` corpus and writes one JSONL line per row (for old/new diffs).
+
+A refactor of ``domains/code`` must leave every verdict as it was: run this on the old tree and
+on the new one, then compare the two files with ``--compare`` (which leaves out what differs between two
+runs of the same code: object addresses, work and temp dir names). Rows:
+``datasets/code/*.jsonl`` trajectories (adversarial, cross-sample), ``datasets/code/languages``,
+``datasets/examples/code.jsonl`` and the 164 HumanEval canonical solutions plus a broken variant
+of each (body ``return None``). Each line holds corpus, id, status, reward, feedback and the
+error kind; timings and other load-dependent details are left out.
+
+Usage::
+
+    git archive <fork point> domains/code | tar -x -C /tmp/base
+    python benchmarks/code_corpora.py --sandbox local --code-from /tmp/base --out /tmp/old.jsonl
+    python benchmarks/code_corpora.py --sandbox local --out /tmp/new.jsonl
+    python benchmarks/code_corpora.py --compare /tmp/old.jsonl /tmp/new.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "domains" / "code"))
+
+
+def corpora(humaneval: bool) -> dict[str, list[dict[str, Any]]]:
+    """Every corpus's trajectories, by corpus name."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    paths = [ROOT / "datasets" / "code" / "adversarial.jsonl"]
+    paths += [ROOT / "datasets" / "code" / "cross_sample.jsonl"]
+    paths += sorted((ROOT / "datasets" / "code" / "languages").glob("*.jsonl"))
+    paths += [ROOT / "datasets" / "examples" / "code.jsonl"]
+    for path in paths:
+        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        out[str(path.relative_to(ROOT))] = [
+            {k: r[k] for k in ("id", "completion", "task") if k in r} for r in rows
+        ]
+    if humaneval:
+        from test_code_humaneval import humaneval_items
+
+        out["humaneval"] = humaneval_items(broken=False)
+        out["humaneval-broken"] = humaneval_items(broken=True)
+    return out
+
+
+def score(sandbox: str, concurrency: int, humaneval: bool) -> list[dict[str, Any]]:
+    from verifiers.engine import Engine, EngineSettings
+
+    async def go() -> list[dict[str, Any]]:
+        settings = EngineSettings(
+            concurrency=concurrency,
+            sandbox=sandbox,  # type: ignore[arg-type]
+            cache=False,
+            retries=0,
+        )
+        lines: list[dict[str, Any]] = []
+        async with Engine(settings) as engine:
+            for name, rows in corpora(humaneval).items():
+                results = await engine.score(rows)
+                for row, res in zip(rows, results, strict=True):
+                    lines.append(
+                        {
+                            "corpus": name,
+                            "id": row["id"],
+                            "status": res.status,
+                            "reward": res.reward,
+                            "feedback": res.feedback,
+                            "error": res.error.kind if res.error else None,
+                        }
+                    )
+        return lines
+
+    return asyncio.run(go())
+
+
+_RUN_SPECIFIC = [
+    (re.compile(r"0x[0-9a-f]{6,16}"), "0xADDR"),  # object addresses in reprs
+    (re.compile(r"/work/job\d+/"), "/work/jobN/"),  # the runner's work dir
+    (re.compile(r"\.t[a-z0-9_]{8}/"), ".tXXXXXXXX/"),  # the judge's temp dir of test files
+]
+"""Parts of feedback that differ from one run to the next on the same code."""
+
+
+def _stable(row: dict[str, Any]) -> dict[str, Any]:
+    text = row.get("feedback") or ""
+    for pattern, repl in _RUN_SPECIFIC:
+        text = pattern.sub(repl, text)
+    return {**row, "feedback": text}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sandbox", default="local")
+    parser.add_argument("--concurrency", type=int, default=3)
+    parser.add_argument("--no-humaneval", action="store_true")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
+    parser.add_argument(
+        "--code-from",
+        default="",
+        help="a tree whose domains/code replaces this one's (`git archive <rev> domains/code`"
+        " unpacked in DIR): scores the corpora with an earlier code.tests",
+    )
+    args = parser.parse_args(argv)
+    if args.code_from:
+        import verifiers.domains
+
+        verifiers.domains.__path__.insert(0, os.path.join(args.code_from, "domains"))
+        import verifiers.domains.code
+
+        assert verifiers.domains.code.__file__.startswith(args.code_from)
+    if args.compare:
+        old, new = (
+            {
+                (r["corpus"], r["id"]): _stable(r)
+                for r in map(json.loads, p.read_text().splitlines())
+            }
+            for p in args.compare
+        )
+        differ = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        for key in differ:
+            print(json.dumps({"key": key, "old": old.get(key), "new": new.get(key)}))
+            print()
+        print(json.dumps({"rows_old": len(old), "rows_new": len(new), "differ": len(differ)}))
+        return 1 if differ else 0
+    lines = score(args.sandbox, args.concurrency, not args.no_humaneval)
+    text = "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
