@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "domains" / "code"))
+from humaneval import add_code_from, use_code_from  # noqa: E402 - benchmarks/humaneval.py
 
 
 def corpora(humaneval: bool) -> dict[str, list[dict[str, Any]]]:
@@ -44,9 +44,9 @@ def corpora(humaneval: bool) -> dict[str, list[dict[str, Any]]]:
             {k: r[k] for k in ("id", "completion", "task") if k in r} for r in rows
         ]
     if humaneval:
-        from test_code_humaneval import humaneval_items
+        from code_helpers import humaneval_items
 
-        out["humaneval"] = humaneval_items(broken=False)
+        out["humaneval"] = humaneval_items()
         out["humaneval-broken"] = humaneval_items(broken=True)
     return out
 
@@ -103,20 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-humaneval", action="store_true")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
-    parser.add_argument(
-        "--code-from",
-        default="",
-        help="a tree whose domains/code replaces this one's (`git archive <rev> domains/code`"
-        " unpacked in DIR): scores the corpora with an earlier code.tests",
-    )
+    add_code_from(parser)
     args = parser.parse_args(argv)
-    if args.code_from:
-        import verifiers.domains
-
-        verifiers.domains.__path__.insert(0, os.path.join(args.code_from, "domains"))
-        import verifiers.domains.code
-
-        assert verifiers.domains.code.__file__.startswith(args.code_from)
+    use_code_from(args.code_from)
     if args.compare:
         old, new = (
             {

@@ -58,25 +58,34 @@ def program(p: dict[str, Any]) -> str:
 
 
 def items(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": p["task_id"],
-            "completion": f"```python\n{p['prompt']}{p['canonical_solution']}```\n",
-            "task": {
-                "verifier": "code.tests",
-                "spec": {
-                    "timeout_s": 20,
-                    "tests": {
-                        "kind": "assert",
-                        "code": p["test"],
-                        "entry_point": p["entry_point"],
-                        "prelude": p["prompt"],
-                    },
-                },
-            },
-        }
-        for p in ps
-    ]
+    """The problems as ``code.tests`` items (the tests' own shape, ``code_helpers``)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "domains", "code"))
+    from code_helpers import humaneval_items
+
+    return humaneval_items(ps)
+
+
+def add_code_from(parser: argparse.ArgumentParser) -> None:
+    """The ``--code-from DIR`` option (see :func:`use_code_from`)."""
+    parser.add_argument(
+        "--code-from",
+        default="",
+        help="a tree whose domains/code replaces this one's (e.g. `git archive <rev> domains/code`"
+        " unpacked in DIR): measures an earlier code.tests judge in the same conditions",
+    )
+
+
+def use_code_from(tree: str) -> None:
+    """Make ``tree/domains/code`` (an earlier commit's) the ``verifiers.domains.code`` this
+    process imports; call it before anything imports that package."""
+    if not tree:
+        return
+    import verifiers.domains
+
+    verifiers.domains.__path__.insert(0, os.path.join(tree, "domains"))
+    import verifiers.domains.code
+
+    assert verifiers.domains.code.__file__.startswith(tree)
 
 
 def run_verifiers(ps: list[dict[str, Any]], concurrency: int, sandbox: str) -> dict[str, Any]:
@@ -292,20 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated contenders to skip")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (docker_run runs once)")
     parser.add_argument("--baseline", default="", help="another sandbox/ copy (see above)")
-    parser.add_argument(
-        "--code-from",
-        default="",
-        help="a tree whose domains/code replaces this one's (e.g. `git archive <rev> domains/code`"
-        " unpacked in DIR): measures an earlier code.tests judge in the same conditions",
-    )
+    add_code_from(parser)
     args = parser.parse_args(argv)
-    if args.code_from:
-        import verifiers.domains
-
-        verifiers.domains.__path__.insert(0, os.path.join(args.code_from, "domains"))
-        import verifiers.domains.code
-
-        assert verifiers.domains.code.__file__.startswith(args.code_from)
+    use_code_from(args.code_from)
     base = problems(args.n)
     ps = base * args.repeat
     skip = {s for s in args.skip.split(",") if s}

@@ -34,6 +34,7 @@ from ._judge_candidate import (
     _hands_off_installer,
     _RemoteModule,
     _Sink,
+    python_env,
 )
 from ._judge_codec import CodecError, decode, encode
 from ._judge_record import JUDGE_FILE, line
@@ -89,11 +90,18 @@ class Judge:
         return self.outcome(
             name,
             status,
-            exc_type=info.get("type"),
-            message=str(info.get("message", ""))[: self.text_cap],
-            tb=str(info.get("tb", ""))[-self.text_cap :],
+            **self.exc_fields(info),
             **fields,
         )
+
+    def exc_fields(self, info: dict[str, Any]) -> dict[str, Any]:
+        """A test record's ``exc_type``, ``message`` and ``tb`` from the candidate's account of
+        an exception (its type, message and traceback tail, bounded)."""
+        return {
+            "exc_type": info.get("type"),
+            "message": str(info.get("message", ""))[: self.text_cap],
+            "tb": str(info.get("tb", ""))[-self.text_cap :],
+        }
 
     def outcome(self, name: str, status: str, **fields: Any) -> dict[str, Any]:
         out, err = self.cand.output()
@@ -122,18 +130,14 @@ class Judge:
             return self.outcome(
                 name,
                 status,
-                exc_type=info.get("type"),
-                message=str(info.get("message", ""))[: self.text_cap],
-                tb=str(info.get("tb", ""))[-self.text_cap :],
+                **self.exc_fields(info),
                 **fields,
             )
         if info is not None:
             return self.outcome(
                 name,
                 "error",
-                exc_type=info.get("type"),
-                message=str(info.get("message", ""))[: self.text_cap],
-                tb=str(info.get("tb", ""))[-self.text_cap :],
+                **self.exc_fields(info),
                 **fields,
             )
         import traceback
@@ -268,6 +272,23 @@ class Judge:
 
         return limit
 
+    def _start(
+        self, argv: list[str], mem: int | None, *, stdin: int, stderr: int, env: Any = None
+    ) -> Any:
+        """A child that runs model code (or its compiler): its own session, the job's memory
+        limit and the hands-off filter, stdout a pipe."""
+        import subprocess
+
+        return subprocess.Popen(
+            argv,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
+            env=self._program_env() if env is None else env,
+            preexec_fn=self._limit_fn(mem),
+        )
+
     def build(self) -> bool:
         """Compile the program (each step a child with the job's limits and time budget).
 
@@ -294,14 +315,8 @@ class Judge:
                 self.emit("D", {"compile": {"status": "timeout", "output": ""}})
                 return False
             try:
-                proc = subprocess.Popen(
-                    [str(a) for a in step],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    env=self._program_env(),
-                    preexec_fn=self._limit_fn(mem),
+                proc = self._start(
+                    [str(a) for a in step], mem, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT
                 )
             except OSError as exc:
                 self.emit("D", {"infra_error": f"cannot start {step[0]}: {exc}"})
@@ -361,14 +376,11 @@ class Judge:
                         {"index": k, "status": "timeout", "message": "total time limit reached"},
                     )
                 break
-            proc = subprocess.Popen(
+            proc = self._start(
                 [*[str(a) for a in prog["run"]], str(i)],
+                mem,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                start_new_session=True,
-                env=self._program_env(),
-                preexec_fn=self._limit_fn(mem),
             )
             assert proc.stdout is not None and proc.stderr is not None
             out_fd = os.dup(proc.stdout.fileno())
@@ -502,13 +514,7 @@ class Judge:
         tests = self.job["tests"]
         code_path = self.cand.code_path
         prog = self.job.get("program")
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LANG": "C.UTF-8",
-            "HOME": os.getcwd(),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-        }
+        env = python_env()
         argv = [sys.executable, code_path]
         mem = self.cand.limits.get("memory_bytes")
         if prog is not None:
@@ -516,8 +522,6 @@ class Judge:
             env = self._program_env()
             if prog.get("vm"):
                 mem = None
-        limit = self._limit_fn(mem)
-
         cap = self.cand.output_cap
         for i, case in enumerate(tests["cases"]):
             name = case.get("name") or f"case {i}"
@@ -534,15 +538,7 @@ class Judge:
                 continue
             timeout = max(0.01, (self.cand.deadline or self.deadline) - time.monotonic())
             t = time.monotonic()
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                env=env,
-                preexec_fn=limit,
-            )
+            proc = self._start(argv, mem, stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
             assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
             outs = [
                 _Sink(os.dup(proc.stdout.fileno()), cap),

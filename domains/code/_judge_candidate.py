@@ -366,6 +366,17 @@ def _hands_off() -> bool:
     return _hands_off_installer()()
 
 
+def python_env() -> dict[str, str]:
+    """The environment of a Python process that runs the model's code (nothing of the judge's)."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": os.getcwd(),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
 def _apply_limits(limits: dict[str, Any]) -> None:
     import resource
 
@@ -526,14 +537,7 @@ class Candidate:
 
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LANG": "C.UTF-8",
-            "HOME": os.getcwd(),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-        }
+        env = {**python_env(), "OMP_NUM_THREADS": "1"}
         proc = subprocess.Popen(
             [sys.executable, "-I", self.harness, "candidate", str(to_child_r), str(from_child_w)],
             stdin=subprocess.DEVNULL,
@@ -821,18 +825,30 @@ def _remote(
     return cls(cand, gen, ref, path, meta)
 
 
+def _stale(cand: Candidate, gen: int | None, ref: int | None) -> dict[str, Any] | None:
+    """The fault of a handle from a candidate process since restarted (also set as the
+    candidate's), or None for a live one.
+
+    The caller raises, so a traceback the model sees has the frames it had before.
+    """
+    if ref is None or gen == cand.generation:
+        return None
+    cand.fault = {
+        "type": "StaleObject",
+        "message": "object from a candidate process that was restarted",
+    }
+    return cand.fault
+
+
 def _resolve(cand: Candidate, gen: int | None, ref: int | None, path: list[str], name: str) -> Any:
     """``getattr`` in the candidate, answered with what it really has there.
 
     A plain value comes back as the value itself (so comparisons and predicates on it run in the
     judge); a function, class or other object as a handle; a missing name as AttributeError.
     """
-    if ref is not None and gen != cand.generation:
-        cand.fault = {
-            "type": "StaleObject",
-            "message": "object from a candidate process that was restarted",
-        }
-        raise CandidateError("dead", cand.fault)
+    stale = _stale(cand, gen, ref)
+    if stale is not None:
+        raise CandidateError("dead", stale)
     try:
         info = cand.remote("attr", ref, path, name=name)
     except CandidateError as exc:
@@ -878,12 +894,9 @@ class Remote:
         cand: Candidate = object.__getattribute__(self, "_cand")
         gen = object.__getattribute__(self, "_gen")
         ref = object.__getattribute__(self, "_ref")
-        if ref is not None and gen != cand.generation:
-            cand.fault = {
-                "type": "StaleObject",
-                "message": "object from a candidate process that was restarted",
-            }
-            raise CandidateError("dead", cand.fault)
+        stale = _stale(cand, gen, ref)
+        if stale is not None:
+            raise CandidateError("dead", stale)
         try:
             return cand.remote(op, ref, object.__getattribute__(self, "_path"), **extra)
         except CandidateError as exc:

@@ -62,11 +62,11 @@ class TestKind:
 
     def expected(self, tests: Any) -> int:
         """Tests the task promises, known before anything runs (0: as many as are found)."""
-        return len(tests.cases)
+        return 1
 
     def cases(self, tests: Any) -> int:
         """How many records the judge sends back (sizes the sandbox's output cap)."""
-        return len(tests.cases)
+        return 1
 
     def output_per_case(self, spec: CodeTestsSpec) -> int:
         """Bytes one record may need: only ``io`` sends a whole stdout back."""
@@ -110,12 +110,6 @@ class AssertKind(TestKind):
             "prelude": tests.prelude,
         }
 
-    def expected(self, tests: AssertTests) -> int:
-        return 1
-
-    def cases(self, tests: AssertTests) -> int:
-        return 1
-
     def outcomes(
         self, tests: AssertTests, records: list[Record], done: Record | None
     ) -> list[Outcome]:
@@ -130,6 +124,12 @@ class _Cases(TestKind):
 
     _SEP: ClassVar[str]
     """Between a case's description and what happened to it, in the summary."""
+
+    def expected(self, tests: Any) -> int:
+        return len(tests.cases)
+
+    def cases(self, tests: Any) -> int:
+        return len(tests.cases)
 
     def outcomes(self, tests: Any, records: list[Record], done: Record | None) -> list[Outcome]:
         by_index = {r.get("index"): r for r in records}
@@ -363,9 +363,6 @@ class PytestKind(TestKind):
         if isinstance(tests.expected_tests, int):
             return tests.expected_tests
         return 0
-
-    def cases(self, tests: PytestTests) -> int:
-        return 1
 
     def outcomes(
         self, tests: PytestTests, records: list[Record], done: Record | None
