@@ -1,8 +1,10 @@
 """Scores every ``code.tests`` corpus and writes one JSONL line per row (for old/new diffs).
 
 A refactor of ``domains/code`` must leave every verdict as it was: run this on the old tree and
-on the new one, then compare the two files with ``--compare`` (which leaves out what differs between two
-runs of the same code: object addresses, work and temp dir names). Rows:
+on the new one, then compare the two files with ``--compare``. It leaves out what differs
+between two runs of the same code (object addresses, work and temp dir names, and with a second
+old run the rows whose verdicts race the machine's load) and the judge's own line numbers, which
+a pytest collection error's traceback shows and any edit of the judge moves. Rows:
 ``datasets/code/*.jsonl`` trajectories (adversarial, cross-sample), ``datasets/code/languages``,
 ``datasets/examples/code.jsonl`` and the 164 HumanEval canonical solutions plus a broken variant
 of each (body ``return None``). Each line holds corpus, id, status, reward, feedback and the
@@ -13,7 +15,8 @@ Usage::
     git archive <fork point> domains/code | tar -x -C /tmp/base
     python benchmarks/code_corpora.py --sandbox local --code-from /tmp/base --out /tmp/old.jsonl
     python benchmarks/code_corpora.py --sandbox local --out /tmp/new.jsonl
-    python benchmarks/code_corpora.py --compare /tmp/old.jsonl /tmp/new.jsonl
+    python benchmarks/code_corpora.py --sandbox local --code-from /tmp/base --out /tmp/old2.jsonl
+    python benchmarks/code_corpora.py --compare /tmp/old.jsonl /tmp/new.jsonl /tmp/old2.jsonl
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ _RUN_SPECIFIC = [
     (re.compile(r"0x[0-9a-f]{6,16}"), "0xADDR"),  # object addresses in reprs
     (re.compile(r"/work/job\d+/"), "/work/jobN/"),  # the runner's work dir
     (re.compile(r"\.t[a-z0-9_]{8}/"), ".tXXXXXXXX/"),  # the judge's temp dir of test files
+    (re.compile(r"\.judge/harness\.py:\d+"), ".judge/harness.py:N"),  # the judge's line numbers
 ]
 """Parts of feedback that differ from one run to the next on the same code."""
 
@@ -102,23 +106,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=3)
     parser.add_argument("--no-humaneval", action="store_true")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="OLD NEW [OLD_AGAIN]: rows that differ (OLD_AGAIN, a second run of the old code,"
+        " names the rows that differ between runs of the same code: those are left out)",
+    )
     add_code_from(parser)
     args = parser.parse_args(argv)
     use_code_from(args.code_from)
     if args.compare:
-        old, new = (
+        if len(args.compare) not in (2, 3):
+            parser.error("--compare takes OLD NEW [OLD_AGAIN]")
+        runs = [
             {
                 (r["corpus"], r["id"]): _stable(r)
                 for r in map(json.loads, p.read_text().splitlines())
             }
             for p in args.compare
+        ]
+        old, new = runs[0], runs[1]
+        # Rows whose verdict moves between two runs of the same old code (fork and memory bombs
+        # racing their limits on a loaded machine, HumanEval tests that draw random inputs).
+        again = runs[2] if len(runs) == 3 else old
+        noisy = {k for k in old.keys() | again.keys() if old.get(k) != again.get(k)}
+        differ = sorted(
+            k for k in old.keys() | new.keys() if old.get(k) != new.get(k) and k not in noisy
         )
-        differ = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
         for key in differ:
             print(json.dumps({"key": key, "old": old.get(key), "new": new.get(key)}))
-            print()
-        print(json.dumps({"rows_old": len(old), "rows_new": len(new), "differ": len(differ)}))
+        summary = {"rows_old": len(old), "rows_new": len(new), "differ": len(differ)}
+        summary["noisy_left_out"] = sorted("/".join(k) for k in noisy)
+        print(json.dumps(summary))
         return 1 if differ else 0
     lines = score(args.sandbox, args.concurrency, not args.no_humaneval)
     text = "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines)

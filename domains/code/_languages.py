@@ -2,7 +2,7 @@
 
 A language is a sandbox runtime, the file the candidate's code is written to, the argv that
 starts the judge, and the test kinds its judge implements. Python has its own judge
-(``_harness``: a judge process and a candidate process that answers calls over a pipe). Every
+(``_judge``: a judge process and a candidate process that answers calls over a pipe). Every
 other language uses the *same* judge with a :class:`Toolchain`: the judge builds the program
 (each compile step a child process with the job's limits, inside the job's time budget), then
 runs it once per ``io`` case, or runs the generated ``call`` harness (``_callgen``) that calls
