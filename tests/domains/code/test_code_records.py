@@ -118,7 +118,7 @@ def test_the_real_judge_writes_only_well_formed_lines(
     try:
 
         async def go() -> list[Result]:
-            return [await score_with(subprocess_provider, i) for i in items]
+            return list(await asyncio.gather(*(score_with(subprocess_provider, i) for i in items)))
 
         results = asyncio.run(go())
     finally:
