@@ -113,3 +113,25 @@ def test_judge_stays_stdlib_only(module: str) -> None:
         "zlib",
         "pathlib",
     }, top
+
+
+def test_host_imports_only_the_codec_and_the_record() -> None:
+    """Scoring imports the judge's codec and record modules, never the judge or the candidate
+    side (they are shipped to the sandbox as compiled code, not imported)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, verifiers.domains.code as c\n"
+        "from verifiers.domains.code._languages import judge_files\n"
+        "judge_files(c.language_for('python'))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('verifiers.domains.code._judge')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.split() == [
+        "['verifiers.domains.code._judge_boot',",
+        "'verifiers.domains.code._judge_codec',",
+        "'verifiers.domains.code._judge_record']",
+    ]
