@@ -70,6 +70,36 @@ def items(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return humaneval_items(ps)
 
 
+def run_judge_subprocess(ps: list[dict[str, Any]], concurrency: int) -> dict[str, Any]:
+    """``code.tests`` on the tests' bare subprocess sandbox (``code_helpers``; no isolation).
+
+    The judge and the candidate run as this process's children, so their CPU is counted in
+    the ``--ab-code-from`` rounds: this measures the judge itself (start-up, bundle load, the
+    candidate's fork) and the host's side of a sample, without the runner pool.
+    """
+    items(ps[:0])  # puts code_helpers on the path
+    from code_helpers import SubprocessProvider, score_with
+
+    async def go() -> dict[str, Any]:
+        provider = SubprocessProvider()
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(item: dict[str, Any]) -> Any:
+            async with gate:
+                return await score_with(provider, item)
+
+        await asyncio.gather(*(one(i) for i in items(ps[: 2 * concurrency])))  # warm (not timed)
+        t0 = time.perf_counter()
+        results = await asyncio.gather(*(one(i) for i in items(ps)))
+        return {
+            "wall_s": time.perf_counter() - t0,
+            "passed": sum(r.status == "pass" for r in results),
+            "errors": sum(r.status == "error" for r in results),
+        }
+
+    return asyncio.run(go())
+
+
 def add_code_from(parser: argparse.ArgumentParser) -> None:
     """The ``--code-from DIR`` option (see :func:`use_code_from`)."""
     parser.add_argument(
@@ -299,6 +329,7 @@ CONTENDERS = (
     "human_eval_process",
     "docker_run",
     "fork_server",
+    "judge_subprocess",
 )
 
 
@@ -307,8 +338,9 @@ def run_ab(args: argparse.Namespace) -> int:
 
     Each round runs one contender in a fresh process per variant, the order alternating
     (old-new, new-old, ...), and measures its wall time and the CPU seconds of the process and
-    everything it waited for (the engine, the runners, every judge and candidate: the local
-    backend's sandboxes are its descendants; Docker's are not, so use ``verifiers_local``).
+    everything it waited for. With ``judge_subprocess`` that is every judge and candidate
+    (children of the process); with ``verifiers_local`` the host's side only (the runners
+    outlive the waits that would count them), so its wall time is the sandbox's measure there.
     CPU per sample moves far less with the machine's load than wall time does. Prints one JSON
     line; the gate compares the medians: new CPU per sample <= 1.05 x old.
     """
@@ -408,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         "human_eval_process": lambda: run_human_eval(ps, args.concurrency),
         "docker_run": lambda: run_docker_run(base, args.concurrency),
         "fork_server": lambda: run_fork_server(ps, args.concurrency),
+        "judge_subprocess": lambda: run_judge_subprocess(ps, args.concurrency),
     }
     if args.baseline:
         from pathlib import Path
