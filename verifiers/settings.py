@@ -156,7 +156,7 @@ VARIABLES: tuple[Variable, ...] = (
         "VERIFIERS_JUDGE_PREFORK",
         "1",
         "Inside the code sandbox only: `1` pre-forks the candidate before the judge starts.",
-        "domains/code/_harness.py (in the sandbox)",
+        "domains/code/_judge.py (in the sandbox)",
     ),
     # -- adapters --------------------------------------------------------------------------
     Variable(

@@ -1,10 +1,10 @@
 """``call`` harnesses for compiled and scripted languages, generated on the host (trusted code).
 
-For Python the judge calls the candidate across a process boundary (``_harness``). A C++, Go,
+For Python the judge calls the candidate across a process boundary (``_judge_candidate``). A C++, Go,
 Rust or Java function can only be called from code linked into the same program, so the host
 writes that program: a ``main`` that builds each case's arguments as typed literals (from the
 task's JSON, escaped here), calls the candidate's function, and prints the return value as
-JSON, one record line per case. The judge (``_harness.Judge.run_program_call``) runs it, reads
+JSON, one record line per case. The judge (``_judge.Judge.run_program_call``) runs it, reads
 the records, and the host compares them with the expected values, as for Python.
 
 Threat model (``docs/code.md`` says it in full): the candidate's code runs *in the harness's

@@ -1,17 +1,63 @@
-"""Starts the code judge in the sandbox: ``python3 .judge/boot.py`` (stdlib only).
+"""Ships the code judge to the sandbox and starts it there: ``python3 .judge/boot.py``.
 
-Compiling the 1,000-line judge costs tens of milliseconds per sample; the host therefore ships
-it precompiled (``harness.bin``: the host interpreter's magic number + zlib-compressed
-marshalled code, written read-only before any candidate code exists). The boot loads that
-when the magic matches this interpreter's and compiles the compressed source
-(``harness.py.z``) otherwise (a different Python in the image).
+The judge is four stdlib-only modules (``_judge_record.JUDGE_MODULES``: codec, record,
+candidate, judge). Compiling them costs tens of milliseconds per sample, so the host ships them
+precompiled in one file, ``harness.bin``: this interpreter's magic number + the zlib-compressed
+marshalled ``(package, ((module, code), ...))``, written read-only before any candidate code
+exists. The boot (this file, run as a script in the sandbox) loads that when the magic matches
+the sandbox interpreter's and compiles the compressed sources (``harness.py.z``, JSON) otherwise
+(a different Python in the image). Every module is compiled under one file name
+(``_judge_record.JUDGE_FILE``), which the feedback's tracebacks leave out, and registered under
+its host name (``verifiers.domains.code._judge_codec`` ...) so the modules' relative imports
+resolve to one another, never to a file: nothing is imported from a directory the candidate
+could write to.
+The last module, ``_judge``, runs as ``__main__``.
+
+:func:`pack` is the host's half (called by ``_languages.judge_files``); :func:`boot` the
+sandbox's.
 """
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def pack(sources: dict[str, Path]) -> dict[str, bytes]:
+    """The judge's files for the sandbox from ``{".judge/<name>.py": source path}``.
+
+    ``.judge/boot.py`` is this file, shipped as it is; the other entries are the judge's
+    modules in load order.
+    """
+    import importlib.util
+    import json
+    import marshal
+    import zlib
+
+    modules = [
+        (dest.rsplit("/", 1)[-1][: -len(".py")], path.read_text(encoding="utf-8"))
+        for dest, path in sources.items()
+        if dest != ".judge/boot.py"
+    ]
+    from ._judge_record import JUDGE_FILE
+
+    codes = tuple(
+        (name, compile(text, JUDGE_FILE, "exec", dont_inherit=True)) for name, text in modules
+    )
+    package = str(__package__)
+    return {
+        ".judge/boot.py": sources[".judge/boot.py"].read_bytes(),
+        ".judge/harness.bin": importlib.util.MAGIC_NUMBER
+        + zlib.compress(marshal.dumps((package, codes)), 9),
+        ".judge/harness.py.z": zlib.compress(
+            json.dumps([package, JUDGE_FILE, modules]).encode("utf-8"), 9
+        ),
+    }
+
 
 def boot() -> None:
-    """Load and run the judge as ``__main__``."""
+    """Load the judge's modules and run the last one as ``__main__``."""
     import marshal
     import os
     import sys
@@ -21,21 +67,35 @@ def boot() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     # Nothing may be imported from a directory the candidate could write to.
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
-    code = None
+    bundle = None
     try:
         with open(os.path.join(here, "harness.bin"), "rb") as fh:
             blob = fh.read()
         if blob[: len(MAGIC_NUMBER)] == MAGIC_NUMBER:
-            code = marshal.loads(zlib.decompress(blob[len(MAGIC_NUMBER) :]))
+            bundle = marshal.loads(zlib.decompress(blob[len(MAGIC_NUMBER) :]))
     except (OSError, ValueError, EOFError, TypeError, zlib.error):
-        code = None
-    if code is None:
+        bundle = None
+    if bundle is None:
+        import json
+
         with open(os.path.join(here, "harness.py.z"), "rb") as fh:
-            source = zlib.decompress(fh.read()).decode("utf-8")
-        code = compile(source, ".judge/harness.py", "exec")
+            package, filename, sources = json.loads(zlib.decompress(fh.read()).decode("utf-8"))
+        bundle = (package, [(name, compile(text, filename, "exec")) for name, text in sources])
+    package, codes = bundle
+    *libraries, (_, main) = codes
+    for name, code in libraries:
+        module = type(sys)(f"{package}.{name}")
+        module.__package__ = package
+        sys.modules[module.__name__] = module
+        exec(code, module.__dict__)  # noqa: S102 - the judge's own code, written read-only by the host
     # argv[0] stays this file: the judge re-runs it to start a fresh candidate process.
-    namespace = {"__name__": "__main__", "__file__": __file__, "__builtins__": __builtins__}
-    exec(code, namespace)  # noqa: S102 - the judge's own code, written read-only by the host
+    namespace = {
+        "__name__": "__main__",
+        "__file__": __file__,
+        "__package__": package,
+        "__builtins__": __builtins__,
+    }
+    exec(main, namespace)  # noqa: S102 - the judge's own code, written read-only by the host
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 A language is a sandbox runtime, the file the candidate's code is written to, the argv that
 starts the judge, and the test kinds its judge implements. Python has its own judge
-(``_harness``: a judge process and a candidate process that answers calls over a pipe). Every
+(``_judge``: a judge process and a candidate process that answers calls over a pipe). Every
 other language uses the *same* judge with a :class:`Toolchain`: the judge builds the program
 (each compile step a child process with the job's limits, inside the job's time budget), then
 runs it once per ``io`` case, or runs the generated ``call`` harness (``_callgen``) that calls
@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 
 from verifiers.errors import BadInput
+
+from ._judge_record import JUDGE_MODULES
 
 __all__ = ["LANGUAGES", "Language", "Toolchain", "judge_files", "language_for"]
 
@@ -134,7 +136,7 @@ _JAVA_PUBLIC = re.compile(
 _HERE = Path(__file__).parent
 _PY_JUDGE = (
     (f"{JUDGE_DIR}/boot.py", _HERE / "_judge_boot.py"),
-    (f"{JUDGE_DIR}/harness.py", _HERE / "_harness.py"),
+    *((f"{JUDGE_DIR}/{name}.py", _HERE / f"{name}.py") for name in JUDGE_MODULES),
 )
 _CALL = frozenset({"io", "call"})
 _B = BUILD_DIR
@@ -328,21 +330,12 @@ def language_for(name: str) -> Language:
 def judge_files(lang: Language) -> dict[str, bytes]:
     """The judge's files for the sandbox, compressed (they travel with every sample).
 
-    The judge ships as its boot script, ``harness.bin`` (this interpreter's magic number +
-    zlib-compressed marshalled code, used when the sandbox's Python has the same magic number)
-    and ``harness.py.z`` (the compressed source, compiled otherwise). A language's trusted
-    helpers (the TypeScript driver, C++ headers) live in its runtime instead.
+    The judge's modules ship precompiled (``_judge_boot.pack``: its boot script, ``harness.bin``
+    and ``harness.py.z``). A language's trusted helpers (the TypeScript driver, C++ headers)
+    live in its runtime instead.
     """
-    import importlib.util
-    import marshal
-    import zlib
+    from ._judge_boot import pack
 
-    sources = dict(lang.judge_sources)
-    harness = sources[f"{JUDGE_DIR}/harness.py"].read_text(encoding="utf-8")
-    code = compile(harness, f"{JUDGE_DIR}/harness.py", "exec", dont_inherit=True)
     return {
-        f"{JUDGE_DIR}/boot.py": sources[f"{JUDGE_DIR}/boot.py"].read_bytes(),
-        f"{JUDGE_DIR}/harness.bin": importlib.util.MAGIC_NUMBER
-        + zlib.compress(marshal.dumps(code), 9),
-        f"{JUDGE_DIR}/harness.py.z": zlib.compress(harness.encode("utf-8"), 9),
+        **pack(dict(lang.judge_sources)),
     }

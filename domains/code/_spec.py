@@ -153,7 +153,7 @@ class CallTests(_Kind):
     @model_validator(mode="after")
     def _tagged_values_decode(self) -> Self:
         if self.values == "tagged":
-            from ._harness import CodecError, decode
+            from ._judge_codec import CodecError, decode
 
             for i, case in enumerate(self.cases):
                 checks = [("args", case.args), ("expected", case.expected)]

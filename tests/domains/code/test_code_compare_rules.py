@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from verifiers.domains.code import values_equal
 from verifiers.domains.code._compare import compare_output, printable, short_diff, short_repr
-from verifiers.domains.code._harness import decode
+from verifiers.domains.code._judge_codec import decode
 
 CORPUS = Path(__file__).resolve().parents[3] / "datasets" / "code" / "compare_rules.jsonl"
 ROWS: list[dict[str, Any]] = [json.loads(x) for x in CORPUS.read_text().splitlines() if x.strip()]

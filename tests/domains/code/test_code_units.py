@@ -18,7 +18,7 @@ from verifiers.domains.code import (
     values_equal,
 )
 from verifiers.domains.code._compare import Opaque
-from verifiers.domains.code._harness import CodecError, decode, encode
+from verifiers.domains.code._judge_codec import CodecError, decode, encode
 
 from verifiers.errors import BadInput
 from verifiers.registry import get_verifier
@@ -292,7 +292,7 @@ def test_hands_off_filter_refuses_acting_on_another_process() -> None:
     import os
     import resource
 
-    from verifiers.domains.code import _harness
+    from verifiers.domains.code import _judge_candidate
 
     parent = os.getpid()
     r, w = os.pipe()
@@ -300,7 +300,7 @@ def test_hands_off_filter_refuses_acting_on_another_process() -> None:
     if pid == 0:  # pragma: no cover - child
         code = 1
         try:
-            outcomes = [_harness._hands_off()]
+            outcomes = [_judge_candidate._hands_off()]
             for call in (
                 lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE, (77, 77)),
                 lambda: os.setpriority(os.PRIO_PROCESS, parent, 19),
