@@ -258,29 +258,24 @@ def _instrumented_worker(source: str) -> str:
 
 
 def _tree_cpu() -> dict[str, float]:
-    """CPU seconds of this process's descendants by role (local backend: runner, zygote)."""
+    """CPU seconds of this process's Python descendants by role (local backend: the runner
+    under bubblewrap, and its zygote one level below), keyed ``role:pid``."""
     tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[tuple[int, str, list[float]]]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    out: dict[str, float] = {}
+    pending = [(os.getpid(), 0)]
+    while pending:
+        pid, depth = pending.pop()
         try:
-            stat = Path(f"/proc/{name}/stat").read_text()
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        times = [int(x) / tick for x in fields[11:15]]
-        children.setdefault(int(fields[1]), []).append((int(name), stat.split()[1], times))
-    out: dict[str, float] = {}
-
-    def walk(pid: int, depth: int) -> None:
-        for child, comm, times in children.get(pid, []):
-            if comm == "(python)" or comm.startswith("(python3"):
-                role = {0: "runner", 1: "runner", 2: "runner", 3: "zygote"}.get(depth, "other")
-                out[f"{role}:{child}"] = times[0] + times[1]
-            walk(child, depth + 1)
-
-    walk(os.getpid(), 0)
+        pending += [(int(kid), depth + 1) for kid in kids]
+        comm, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :]
+        if depth >= 3 and comm.startswith("python"):
+            utime, stime = rest.split()[11:13]
+            role = "zygote" if depth == 4 else "runner" if depth == 3 else "other"
+            out[f"{role}:{pid}"] = (int(utime) + int(stime)) / tick
     return out
 
 
