@@ -326,6 +326,38 @@ os._exit(0)
     "scene.blend was not written",
 )
 add(
+    # The worker travels as source and as host-compiled code (_worker.pyc, run by a loader):
+    # rewriting either in the script's session must not reach the judge, which runs in a
+    # fresh session from the host's own copies. The forged code would claim a full pass.
+    "rewrite-worker-code-then-no-table",
+    "judge-tamper",
+    FLOOR_CAM_LIGHT
+    + """
+import importlib.util, json, marshal, os
+forged = (
+    "import json\\nwith open('report.json', 'w') as fh:\\n"
+    "    json.dump({'scene': {'objects': [{'name': 'Table'}]}, 'render': {'ok': True}}, fh)\\n"
+)
+code = importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(compile(forged, "_worker.py", "exec"))
+for name, data in (("_worker.py", forged.encode()), ("_worker.pyc", code)):
+    for attempt in ("chmod", "write", "replace"):
+        try:
+            if attempt == "chmod":
+                os.chmod(name, 0o666)
+            elif attempt == "write":
+                with open(name, "wb") as fh:
+                    fh.write(data)
+            else:
+                with open(name + ".new", "wb") as fh:
+                    fh.write(data)
+                os.replace(name + ".new", name)
+        except OSError:
+            pass
+""",
+    "fail",
+    "found 0",
+)
+add(
     "forged-phase-report-garbage-blend",
     "judge-tamper",
     """
