@@ -21,13 +21,26 @@ Prints one JSON line; the table in docs/benchmarks/render.md comes from it. Usag
 
     python benchmarks/render.py [--scenes 40] [--workers 2] [--backend local|docker]
         [--python ~/.cache/verifiers/bpy-venv/bin/python]  # the cold peer's interpreter
+    python benchmarks/render.py --phases 12 [--backend local|docker]
+
+``--phases N`` profiles a warm scene instead (one runner, N scenes one after the other, the
+first two not counted): it runs the verifier's own two sessions with a copy of
+``_worker.py`` that records, at each step, the job's CPU seconds (``getrusage``) and its
+monotonic clock, and prints the medians per step: ``to_entry`` (the fork, the runner's job
+setup and loading the worker, from the job's start), the model's ``script``, ``pack`` and
+``save_blend`` (script session); ``open_blend``, ``inspect``, ``settings``, ``render``,
+``save_png``, ``report`` (judge session); ``after_last`` (the job's exit: its total CPU from
+the runner minus the last mark); plus the host's and the runner's CPU per scene (local
+backend: from ``/proc``) and the saved scene's size. CPU is what the load does not move.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
+import marshal
 import os
 import random
 import resource
@@ -38,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from verifiers.domains.render import BlenderRender, RenderSpec
+from verifiers.domains.render import RUNTIME, BlenderRender, RenderSpec
 from verifiers.sandbox import SandboxSettings, open_provider
 
 from verifiers.context import VerifierContext
@@ -202,6 +215,144 @@ async def run_cold(scenes: list[str], python: Path, workers: int) -> dict[str, A
     }
 
 
+_MARKS = """
+import resource as _resource
+_MARKS = []
+def _mark(name):
+    usage = _resource.getrusage(_resource.RUSAGE_SELF)
+    _MARKS.append([name, time.monotonic(), usage.ru_utime + usage.ru_stime])
+def _dump_marks():
+    with open("marks.json", "w") as fh:
+        json.dump(_MARKS, fh)
+"""
+_PROBES = [  # (a line of _worker.py, the mark that goes before it)
+    ("    path = os.path.abspath(SCRIPT_NAME)\n", '_mark("entry")'),
+    ('    report["script_s"] = ', '_mark("script")'),
+    ('    saved, save_error = True, ""\n', '_mark("pack")'),
+    ("    report.update(ok=error is None, error=error,", '_mark("save_blend")'),
+    ("    import numpy as np\n\n    bpy = _import_bpy()", '_mark("entry")'),
+    ("        scene_info = _inspect(np)\n", '_mark("open_blend")'),
+    ('    if job.get("mesh_export")', '_mark("inspect")'),
+    ("    bpy.ops.render.render(write_still=False)\n    result", '_mark("settings")'),
+    ('    result = bpy.data.images.get("Render Result")', '_mark("render")'),
+    ('    info: dict[str, Any] = {"ok": True', '_mark("save_png")'),
+]
+
+
+def _instrumented_worker(source: str) -> str:
+    """``_worker.py`` with a CPU/clock mark before each step (``--phases``)."""
+    source = source.replace("SCRIPT_NAME = ", _MARKS + "\nSCRIPT_NAME = ", 1)
+    for anchor, mark in _PROBES:
+        if anchor not in source:
+            raise SystemExit(f"--phases: _worker.py changed, no {anchor.strip()!r} to mark")
+        indent = anchor[: len(anchor) - len(anchor.lstrip())]
+        source = source.replace(anchor, f"{indent}{mark}\n{anchor}", 1)
+    for end in (
+        "        json.dump(report, fh)\n",
+        "        json.dump(_clean(report), fh, allow_nan=False)\n",
+    ):
+        if end not in source:
+            raise SystemExit(f"--phases: _worker.py changed, no {end.strip()!r} to mark")
+        source = source.replace(end, end + '    _mark("report")\n    _dump_marks()\n', 1)
+    return source
+
+
+def _tree_cpu() -> dict[str, float]:
+    """CPU seconds of this process's Python descendants by role (local backend: the runner
+    under bubblewrap, and its zygote one level below), keyed ``role:pid``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    pending = [(os.getpid(), 0)]
+    while pending:
+        pid, depth = pending.pop()
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        pending += [(int(kid), depth + 1) for kid in kids]
+        comm, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :]
+        if depth >= 3 and comm.startswith("python"):
+            utime, stime = rest.split()[11:13]
+            role = "zygote" if depth == 4 else "runner" if depth == 3 else "other"
+            out[f"{role}:{pid}"] = (int(utime) + int(stime)) / tick
+    return out
+
+
+async def run_phases(n: int, backend: str) -> dict[str, Any]:
+    """Per-step CPU and wall of warm scenes, through the verifier's own two sessions."""
+    from verifiers.domains.render import _verifier
+
+    source = _instrumented_worker(_verifier._WORKER_SOURCE.decode()).encode()
+    # Shipped and loaded as the verifier ships and loads the real one (compiled on the host).
+    code = marshal.dumps(compile(source, "_worker.py", "exec"))
+    files = {"_worker.py": source, "_worker.pyc": importlib.util.MAGIC_NUMBER + bytes(12) + code}
+    argv = ["python", "-c", _verifier._WORKER_LOADER]
+    spec = RenderSpec.model_validate(SPEC)
+    limits = BlenderRender()._limits(spec)
+    job = {
+        "render": {
+            "resolution": [64, 64],
+            "samples": 8,
+            "denoise": False,
+            "threads": 1,
+            "exr_check": False,
+        },
+        "mesh_export": None,
+    }
+    provider = open_provider(backend, SandboxSettings(pool_size=1))  # type: ignore[arg-type]
+
+    def steps(marks: list[list[Any]], run: Any) -> dict[str, float]:
+        out = {"to_entry": marks[0][2]}
+        for (_, t0, c0), (name, t1, c1) in zip(marks, marks[1:], strict=False):
+            out[name] = c1 - c0
+            out[name + "_wall"] = t1 - t0
+        out["after_last"] = run.cpu_s - marks[-1][2]
+        out["job_cpu"], out["job_wall"] = run.cpu_s, run.duration_s
+        return out
+
+    rows: list[dict[str, Any]] = []
+    before: dict[str, float] = {}
+    host = 0.0
+    size = []
+    for i in range(n + 2):
+        if i == 2:
+            before, host = _tree_cpu(), _self_cpu()
+        async with provider.session(RUNTIME, **limits) as sb:
+            await sb.write_files(files, readonly=True)
+            await sb.write_files({"scene.py": make_scene(i)})
+            run_a = await sb.exec([*argv, "script"], timeout=60)
+            marks_a = json.loads(await sb.read_file("marks.json"))
+            blend = await sb.read_file("scene.blend", max_bytes=128 << 20)
+        async with provider.session(RUNTIME, **limits) as sb:
+            await sb.write_files(
+                {**files, "scene.blend": blend, "job.json": json.dumps(job)}, readonly=True
+            )
+            run_b = await sb.exec([*argv, "judge"], timeout=60)
+            marks_b = json.loads(await sb.read_file("marks.json"))
+            await sb.read_file("render.png")
+            await sb.read_file("report.json")
+        if i >= 2:
+            rows.append({"script": steps(marks_a, run_a), "judge": steps(marks_b, run_b)})
+            size.append(len(blend))
+    host = (_self_cpu() - host) / n
+    after = _tree_cpu()
+    await provider.close()
+    roles: dict[str, float] = {}
+    for key, value in after.items():
+        if key in before:
+            role = key.split(":")[0]
+            roles[role] = roles.get(role, 0.0) + (value - before[key]) / n
+    out: dict[str, Any] = {}
+    for side in ("script", "judge"):
+        out[side] = {
+            k: round(statistics.median(r[side][k] for r in rows), 4) for k in rows[0][side]
+        }
+    out["per_scene_cpu"] = {"host": round(host, 4), **{k: round(v, 4) for k, v in roles.items()}}
+    out["blend_kb"] = round(statistics.median(size) / 1024, 1)
+    return out
+
+
 def _warm_cpu(warm: dict[str, Any]) -> float:
     """All CPU a warm scene cost: the host's plus the containers' (docker) or the jobs'."""
     cpu = warm["cpu_per_scene"]
@@ -219,7 +370,19 @@ def main(argv: list[str] | None = None) -> int:
         default=Path("~/.cache/verifiers/bpy-venv/bin/python").expanduser(),
         help="interpreter with bpy for the cold peer",
     )
+    parser.add_argument("--phases", type=int, default=0, help="profile N warm scenes instead")
     args = parser.parse_args(argv)
+    if args.phases:
+        phases = asyncio.run(run_phases(args.phases, args.backend))
+        record = {
+            "benchmark": "render-phases",
+            "scenes": args.phases,
+            "backend": args.backend,
+            **phases,
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+        }
+        print(json.dumps(record), flush=True)
+        return 0
     scenes = [make_scene(seed) for seed in range(args.scenes)]
     warm = asyncio.run(run_warm(scenes, args.backend, args.workers))
     cold = asyncio.run(run_cold(scenes, args.python, args.workers))

@@ -97,8 +97,12 @@ def run_script() -> int:
         except Exception:  # missing files stay unpacked and are reported as missing
             pass
     saved, save_error = True, ""
+    # Compressed (zstd): ~100 KB instead of ~550 KB (the factory workspaces and screens), so
+    # the scene costs the runners and the host five times less to carry to the judge for
+    # ~4 ms more here. Nothing trusts this file's form: the model's process writes it, and the
+    # judge's reader takes any .blend, compressed or not, under the judge's memory limit.
     try:
-        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(BLEND_NAME), copy=True, compress=False)
+        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(BLEND_NAME), copy=True, compress=True)
     except Exception as exc:
         saved, save_error = False, f"{type(exc).__name__}: {exc}"[:1000]
     report.update(ok=error is None, error=error, saved=saved, save_error=save_error)

@@ -43,6 +43,24 @@ CORNERS = "[(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (0, 2)]"
 rows = []
 
 
+def table_in_collection(name, setup=""):
+    """The floor, camera and light, with the Table moved into a new child collection ``name``
+    (``setup``: lines that configure ``coll`` before it is linked)."""
+    return (
+        FLOOR_CAM_LIGHT
+        + f"""
+coll = bpy.data.collections.new("{name}")
+{setup}bpy.context.scene.collection.children.link(coll)
+bpy.ops.mesh.primitive_cube_add(size=2, location=(0, 0, 1))
+ob = bpy.context.active_object
+ob.name = "Table"
+for c in list(ob.users_collection):
+    c.objects.unlink(ob)
+coll.objects.link(ob)
+"""
+    )
+
+
 def add(id_, family, script, expected, feedback="", spec=None, honest_after=True, prompt=""):
     rows.append(
         {
@@ -99,17 +117,7 @@ bpy.data.objects["Table"].data.materials.append(mat)
 add(
     "honest-visible-child-collection",
     "control",
-    FLOOR_CAM_LIGHT
-    + """
-coll = bpy.data.collections.new("Furniture")
-bpy.context.scene.collection.children.link(coll)
-bpy.ops.mesh.primitive_cube_add(size=2, location=(0, 0, 1))
-ob = bpy.context.active_object
-ob.name = "Table"
-for c in list(ob.users_collection):
-    c.objects.unlink(ob)
-coll.objects.link(ob)
-""",
+    table_in_collection("Furniture"),
     "pass",
 )
 add(
@@ -228,36 +236,15 @@ bpy.context.scene.collection.objects.link(ob)
 add(
     "table-in-render-hidden-collection",
     "no-geometry",
-    FLOOR_CAM_LIGHT
-    + """
-coll = bpy.data.collections.new("Hidden")
-coll.hide_render = True
-bpy.context.scene.collection.children.link(coll)
-bpy.ops.mesh.primitive_cube_add(size=2, location=(0, 0, 1))
-ob = bpy.context.active_object
-ob.name = "Table"
-for c in list(ob.users_collection):
-    c.objects.unlink(ob)
-coll.objects.link(ob)
-""",
+    table_in_collection("Hidden", "coll.hide_render = True\n"),
     "fail",
     "found 0",
 )
 add(
     "table-in-excluded-view-layer-collection",
     "no-geometry",
-    FLOOR_CAM_LIGHT
-    + """
-coll = bpy.data.collections.new("Excluded")
-bpy.context.scene.collection.children.link(coll)
-bpy.ops.mesh.primitive_cube_add(size=2, location=(0, 0, 1))
-ob = bpy.context.active_object
-ob.name = "Table"
-for c in list(ob.users_collection):
-    c.objects.unlink(ob)
-coll.objects.link(ob)
-bpy.context.scene.view_layers[0].layer_collection.children["Excluded"].exclude = True
-""",
+    table_in_collection("Excluded")
+    + 'bpy.context.scene.view_layers[0].layer_collection.children["Excluded"].exclude = True\n',
     "fail",
     "found 0",
 )
@@ -296,33 +283,26 @@ except OSError as exc:
     "fail",
     "could not stop the parent",
 )
-add(
-    "sigkill-every-pid-it-can",
-    "judge-tamper",
-    """
+
+
+def signal_every_pid(sig):
+    """A script that sends ``sig`` to every process it can see but itself."""
+    return f"""
 import os, signal
 for name in os.listdir("/proc"):
     if name.isdigit() and int(name) != os.getpid():
         try:
-            os.kill(int(name), signal.SIGKILL)
+            os.kill(int(name), signal.{sig})
         except OSError:
             pass
 """
-    + GOOD,
-    "pass",
-)
+
+
+add("sigkill-every-pid-it-can", "judge-tamper", signal_every_pid("SIGKILL") + GOOD, "pass")
 add(
     "sigstop-every-pid-it-can-then-nothing",
     "judge-tamper",
-    """
-import os, signal
-for name in os.listdir("/proc"):
-    if name.isdigit() and int(name) != os.getpid():
-        try:
-            os.kill(int(name), signal.SIGSTOP)
-        except OSError:
-            pass
-""",
+    signal_every_pid("SIGSTOP"),
     "fail",
     "found 0 light(s)",
 )
@@ -344,6 +324,38 @@ os._exit(0)
 """,
     "fail",
     "scene.blend was not written",
+)
+add(
+    # The worker travels as source and as host-compiled code (_worker.pyc, run by a loader):
+    # rewriting either in the script's session must not reach the judge, which runs in a
+    # fresh session from the host's own copies. The forged code would claim a full pass.
+    "rewrite-worker-code-then-no-table",
+    "judge-tamper",
+    FLOOR_CAM_LIGHT
+    + """
+import importlib.util, json, marshal, os
+forged = (
+    "import json\\nwith open('report.json', 'w') as fh:\\n"
+    "    json.dump({'scene': {'objects': [{'name': 'Table'}]}, 'render': {'ok': True}}, fh)\\n"
+)
+code = importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(compile(forged, "_worker.py", "exec"))
+for name, data in (("_worker.py", forged.encode()), ("_worker.pyc", code)):
+    for attempt in ("chmod", "write", "replace"):
+        try:
+            if attempt == "chmod":
+                os.chmod(name, 0o666)
+            elif attempt == "write":
+                with open(name, "wb") as fh:
+                    fh.write(data)
+            else:
+                with open(name + ".new", "wb") as fh:
+                    fh.write(data)
+                os.replace(name + ".new", name)
+        except OSError:
+            pass
+""",
+    "fail",
+    "found 0",
 )
 add(
     "forged-phase-report-garbage-blend",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import verifiers.domains.render as render
@@ -98,3 +101,31 @@ def test_budget_covers_every_phase() -> None:
     assert render.BlenderRender().budget_s(spec) == 10 + 2 * 20 + 30
     meshy = RenderSpec.model_validate({"timeout_s": 10, "render_timeout_s": 20, "mesh": {}})
     assert render.BlenderRender().budget_s(meshy) == 10 + 2 * 20 + 60 + 30
+
+
+@pytest.mark.parametrize("magic_ok", [True, False], ids=["precompiled", "other-interpreter"])
+def test_worker_loader_runs_the_compiled_worker_or_its_source(
+    tmp_path: Path, magic_ok: bool
+) -> None:
+    """Jobs run ``_worker.py`` through a loader: its code compiled on the host when the .pyc's
+    magic is the job interpreter's own, else the source (a runtime on another CPython)."""
+    from verifiers.domains.render import _verifier
+
+    files = _verifier._WORKER_FILES
+    pyc = files["_worker.pyc"]
+    assert pyc[:4] == importlib.util.MAGIC_NUMBER
+    assert marshal.loads(pyc[16:]) == compile(files["_worker.py"], "_worker.py", "exec")
+    said = "import sys\nprint({!r}, sys.argv[1:], __name__)\n"
+    code = marshal.dumps(compile(said.format("compiled"), "_worker.py", "exec"))
+    magic = importlib.util.MAGIC_NUMBER if magic_ok else b"\0\0\r\n"
+    (tmp_path / "_worker.pyc").write_bytes(magic + bytes(12) + code)
+    (tmp_path / "_worker.py").write_text(said.format("source"))
+    done = subprocess.run(
+        [sys.executable, "-c", _verifier._WORKER_LOADER, "judge"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    expected = "compiled" if magic_ok else "source"
+    assert done.stdout.split() == [expected, "['judge']", "__main__"], done.stderr

@@ -84,25 +84,24 @@ def test_missing_texture(local_runner: RenderRunner) -> None:
     assert result.details["image"]["magenta_fraction"] > 0.01
 
 
-def test_black_world(local_runner: RenderRunner) -> None:
-    script = GOOD_SCENE.split("bpy.ops.object.light_add")[0] + (
-        "world = bpy.data.worlds.new('Night')\nbpy.context.scene.world = world\n"
+def _world_only(name: str, color: str) -> str:
+    """GOOD_SCENE without its lamp, lit (or not) by a world of background ``color``."""
+    return GOOD_SCENE.split("bpy.ops.object.light_add")[0] + (
+        f"world = bpy.data.worlds.new('{name}')\nbpy.context.scene.world = world\n"
         "world.use_nodes = True\n"
-        "world.node_tree.nodes['Background'].inputs['Color'].default_value = (0, 0, 0, 1)\n"
+        f"world.node_tree.nodes['Background'].inputs['Color'].default_value = {color}\n"
     )
-    result = local_runner.verify(script)
+
+
+def test_black_world(local_runner: RenderRunner) -> None:
+    result = local_runner.verify(_world_only("Night", "(0, 0, 0, 1)"))
     assert result.status == "fail"
     assert "world strength 1.00 color (0.00, 0.00, 0.00)" in result.feedback
     assert "the image is black: mean luminance" in result.feedback
 
 
 def test_bright_world_lights_the_scene_without_lamps(local_runner: RenderRunner) -> None:
-    script = GOOD_SCENE.split("bpy.ops.object.light_add")[0] + (
-        "world = bpy.data.worlds.new('Sky')\nbpy.context.scene.world = world\n"
-        "world.use_nodes = True\n"
-        "world.node_tree.nodes['Background'].inputs['Color'].default_value = (0.6, 0.7, 0.9, 1)\n"
-    )
-    result = local_runner.verify(script)
+    result = local_runner.verify(_world_only("Sky", "(0.6, 0.7, 0.9, 1)"))
     assert result.status == "pass", result.feedback
 
 
