@@ -164,7 +164,11 @@ class ResultCache:
     # -- get / put -----------------------------------------------------------------------
 
     def get(self, key: str) -> Result | None:
-        """The stored result for ``key`` (with ``cached=True``), or ``None``."""
+        """The stored verdict for ``key`` as it was put (no ``id``, ``cached=False``), or ``None``.
+
+        The cache only stores and returns: marking a hit ``cached`` is the engine's stamp
+        (``Engine._stamp``), with everything else it knows about the item.
+        """
         with self._lock:
             text = self._pending.get(key)
             if text is None and not self._broken:
@@ -179,10 +183,9 @@ class ResultCache:
         if text is None:
             return None
         try:
-            result = Result.model_validate_json(text)
+            return Result.model_validate_json(text)
         except ValueError:
             return None
-        return result.model_copy(update={"cached": True})
 
     def put(self, key: str, result: Result) -> None:
         """Store a verdict. ``error`` results are ignored (they must be retried)."""

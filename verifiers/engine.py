@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._validation import settings_problems
-from .compose import combine
+from .compose import fold_checks
 from .context import SandboxProvider, VerifierContext
 from .errors import (
     BadInput,
@@ -460,7 +460,7 @@ class Engine:
                 *(self._judge_check(trajectory, check, deadline) for check in prepared)
             )
             job.label = "compose"
-            return self._stamp(combine(task, parts), job)
+            return self._stamp(fold_checks(task, parts), job)
 
     async def _judge_check(
         self, trajectory: Trajectory, check: _Prepared, deadline: float
@@ -538,6 +538,7 @@ class Engine:
             key = cache.key_for(type(verifier), spec, trajectory, self.base_dir)
             hit = cache.get(key)
             if hit is not None:
+                job.cached = True  # stamped by _stamp, with the rest
                 return hit
         result = await self._verify_with_retries(verifier, trajectory, spec, job, deadline)
         if cache is not None and key is not None and result.status != "error":
@@ -653,9 +654,11 @@ class Engine:
         """The one place a result gets what the engine knows about its item.
 
         ``id``, ``verifier`` (``name@version``, ``compose``, or the name as given when it
-        never resolved), ``duration_s`` (kept for a cache hit), ``error.line`` (from the
-        input record) and ``error.attempts``, and ``details["resources"]`` of the item's
-        sandbox jobs. A ready-made result (``passthrough``) only gets its line.
+        never resolved), ``cached``, ``duration_s`` (what the item took here: for a cache
+        hit, the lookup), ``error.line`` (from the input record) and ``error.attempts``, and
+        ``details["resources"]`` of the item's sandbox jobs. A ready-made result
+        (``passthrough``) only gets its line. A verifier's own ``cached`` or ``id`` never
+        survives: what the engine did not see happen is not stamped.
         """
         update: dict[str, Any] = {}
         error = result.error
@@ -671,8 +674,8 @@ class Engine:
             return result.model_copy(update=update) if update else result
         update["id"] = job.ident
         update["verifier"] = job.label
-        if not result.cached:
-            update["duration_s"] = time.perf_counter() - job.started
+        update["cached"] = job.cached
+        update["duration_s"] = time.perf_counter() - job.started
         if job.resources is not None:
             update["details"] = {**result.details, "resources": job.resources}
         return result.model_copy(update=update)
@@ -727,6 +730,7 @@ class _Job:
     label: str = ""
     timeout_s: float | None = None
     attempts: int = 1
+    cached: bool = False
     resources: dict[str, Any] | None = None
     result: Result | None = None
 
