@@ -24,12 +24,12 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "EngineSettings", "score", "score_async"]
 
 log = logging.getLogger("verifiers.engine")
+
+_T = TypeVar("_T")
 
 Item = Trajectory | Result | Mapping[str, Any] | InputRecord
 """What the engine scores: a trajectory (or its mapping), a reader's ready-made result, or
@@ -309,32 +311,8 @@ class Engine:
 
     async def _ordered(self, items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Result]:
         window = self.settings.window or 4 * self.settings.concurrency
-        pending: deque[asyncio.Task[Result] | Result] = deque()
-
-        async def drain_head() -> AsyncIterator[Result]:
-            while pending:
-                head = pending[0]
-                if isinstance(head, Result):
-                    pending.popleft()
-                    yield head
-                    continue
-                if len(pending) < window and not head.done():
-                    return
-                pending.popleft()
-                yield await head
-
-        try:
-            async for item in _aiter(items):
-                pending.append(self._start(item))
-                async for result in drain_head():
-                    yield result
-            while pending:
-                head = pending.popleft()
-                yield head if isinstance(head, Result) else await head
-        finally:
-            for task in pending:
-                if isinstance(task, asyncio.Task):
-                    task.cancel()
+        async for result in in_input_order(items, self._start, window):
+            yield result
 
     def episode(self, item: Trajectory | Mapping[str, Any], **settings: Any) -> Episode:
         """One live sandbox session for one rollout of ``item``'s task (``async with``).
@@ -776,13 +754,43 @@ def _unretryable(result: Result) -> tuple[str, str | None] | None:
     return str(infra.get("message") or result.error.message), None if hint is None else str(hint)
 
 
-async def _aiter(items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Item]:
+async def _aiter(items: Iterable[_T] | AsyncIterable[_T]) -> AsyncIterator[_T]:
     if isinstance(items, AsyncIterable):
         async for item in items:
             yield item
     else:
         for item in items:
             yield item
+
+
+async def in_input_order(
+    items: Iterable[_T] | AsyncIterable[_T],
+    start: Callable[[_T], asyncio.Task[Result] | Result],
+    window: int,
+) -> AsyncIterator[Result]:
+    """``start(item)`` for each item, results yielded in input order while later ones run.
+
+    ``start`` returns a ready result or a task. At most ``window`` entries are pending: the
+    head is awaited once the window is full, so memory stays flat on inputs of any length,
+    and a head that is ready is yielded at once. Tasks still pending when the consumer stops
+    are cancelled. The engine's stream and ``RayScorer.stream`` both use it.
+    """
+    pending: deque[asyncio.Task[Result] | Result] = deque()
+    try:
+        async for item in _aiter(items):
+            pending.append(start(item))
+            while pending and (
+                isinstance(pending[0], Result) or pending[0].done() or len(pending) >= window
+            ):
+                head = pending.popleft()
+                yield head if isinstance(head, Result) else await head
+        while pending:
+            head = pending.popleft()
+            yield head if isinstance(head, Result) else await head
+    finally:
+        for task in pending:
+            if isinstance(task, asyncio.Task):
+                task.cancel()
 
 
 # -- facades -------------------------------------------------------------------------------
