@@ -29,10 +29,11 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._lifecycle import AsyncContext
 from ._validation import settings_problems
 from .compose import fold_checks
 from .context import SandboxProvider, VerifierContext
@@ -191,7 +192,7 @@ class _LazySandboxes:
             self._provider = None
 
 
-class Engine:
+class Engine(AsyncContext):
     """Scores trajectories. Use ``async with Engine(...) as engine``.
 
     Args:
@@ -233,17 +234,6 @@ class Engine:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Close verifiers, worker processes, sandboxes and the cache."""
         for verifier in self._instances.values():
@@ -262,6 +252,9 @@ class Engine:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+
+    async def _exit(self) -> None:
+        await self.aclose()
 
     # -- public API --------------------------------------------------------------------
 
