@@ -53,6 +53,8 @@ from .settings import env
 from .types import Result, Task, Trajectory
 
 if TYPE_CHECKING:
+    import argparse
+
     from ._machine import MachineSlots
     from .cache import ResultCache
     from .episode import Episode
@@ -152,6 +154,32 @@ class EngineSettings(BaseModel):
             return cls.model_validate(values)
         except ValidationError as exc:
             raise InvalidSettings(settings_problems(exc, cls, values, sources)) from None
+
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace, **overrides: Any) -> EngineSettings:
+        """:meth:`from_env` with the command-line flags of :data:`FLAGS` found on ``args``.
+
+        ``verifiers score`` and ``verifiers serve`` share the flags and their meaning; errors
+        name the flag (``--timeout``), not the field. ``overrides`` win over ``args`` (a value
+        a command worked out itself, such as its cache default).
+
+        Raises:
+            InvalidSettings: as :meth:`from_env`.
+        """
+        values = {name: getattr(args, name, None) for name in FLAGS}
+        return cls.from_env(labels=FLAGS, **{**values, **overrides})
+
+
+FLAGS: dict[str, str] = {
+    "concurrency": "--concurrency",
+    "timeout_s": "--timeout",
+    "retries": "--retries",
+    "workers": "--workers",
+    "sandbox": "--sandbox",
+    "cache": "--cache-path",
+    "fail_fast_after": "--fail-fast-after",
+}
+"""The engine settings the CLI commands take as flags (``args`` attribute: flag)."""
 
 
 class _LazySandboxes:
