@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -754,34 +755,45 @@ class Piece:
 
 def _split_top(text: str, seps: str) -> list[str]:
     """Split at ``seps`` characters that are not inside brackets."""
+    return _split_top_at(text, seps)[0]
+
+
+def _split_top_at(text: str, seps: str) -> tuple[list[str], list[str]]:
+    """``(parts, separators)``: ``text`` split at ``seps`` characters outside brackets."""
     parts: list[str] = []
-    depth = 0
+    found: list[str] = []
     start = 0
-    for index, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char in seps and depth == 0:
+    for index, char, depth in _depths(text):
+        if depth == 0 and char in seps and char not in _BRACKETS:
             parts.append(text[start:index])
+            found.append(char)
             start = index + 1
     parts.append(text[start:])
-    return parts
+    return parts, found
 
 
 def _wrapped(text: str, left: str, right: str) -> bool:
     """``text`` is one bracketed group from its first to its last character."""
     if not (text.startswith(left) and text.endswith(right)):
         return False
+    last = len(text) - 1
+    return not any(
+        depth == 0 and char in ")]}" and index != last for index, char, depth in _depths(text)
+    )
+
+
+_BRACKETS = "([{)]}"
+
+
+def _depths(text: str) -> Iterator[tuple[int, str, int]]:
+    """Each character of ``text`` with its index and the bracket depth just after it."""
     depth = 0
     for index, char in enumerate(text):
         if char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
-            if depth == 0 and index != len(text) - 1:
-                return False
-    return True
+        yield index, char, depth
 
 
 _THOUSANDS = re.compile(r"^\s*-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*$")
@@ -946,15 +958,9 @@ def _solutions(text: str, units: bool) -> Piece:
 
 
 def _has_top(text: str, chars: str) -> bool:
-    depth = 0
-    for char in text:
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0 and char in chars:
-            return True
-    return False
+    return any(
+        depth == 0 and char in chars and char not in _BRACKETS for _, char, depth in _depths(text)
+    )
 
 
 def _single(text: str, units: bool) -> Piece:
@@ -996,20 +1002,7 @@ def _single(text: str, units: bool) -> Piece:
 
 def _relation(text: str, units: bool) -> Piece:
     """``a < b``, ``-2 ≤ x ≤ 7``, ``x ≠ 3``: a chain of sides and relations."""
-    sides: list[str] = []
-    ops: list[str] = []
-    depth = 0
-    start = 0
-    for index, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0 and char in _RELATIONS:
-            sides.append(text[start:index])
-            ops.append(char)
-            start = index + 1
-    sides.append(text[start:])
+    sides, ops = _split_top_at(text, _RELATIONS)
     if any(not side.strip() for side in sides) or len(sides) > 4:
         raise MathParseError("a relation needs a value on each side")
     if any("=" in side for side in sides):
@@ -1095,13 +1088,9 @@ _CLOCK = re.compile(r"^\s*\d{1,2}\s*:\s*0{2}\s*$")
 
 def _balanced(text: str) -> bool:
     depth = 0
-    for char in text:
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth < 0:
-                return False
+    for _, _, depth in _depths(text):
+        if depth < 0:
+            return False
     return depth == 0
 
 
