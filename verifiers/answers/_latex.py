@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -762,9 +761,14 @@ def _split_top_at(text: str, seps: str) -> tuple[list[str], list[str]]:
     """``(parts, separators)``: ``text`` split at ``seps`` characters outside brackets."""
     parts: list[str] = []
     found: list[str] = []
+    depth = 0
     start = 0
-    for index, char, depth in _depths(text):
-        if depth == 0 and char in seps and char not in _BRACKETS:
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and char in seps:
             parts.append(text[start:index])
             found.append(char)
             start = index + 1
@@ -776,24 +780,28 @@ def _wrapped(text: str, left: str, right: str) -> bool:
     """``text`` is one bracketed group from its first to its last character."""
     if not (text.startswith(left) and text.endswith(right)):
         return False
-    last = len(text) - 1
-    return not any(
-        depth == 0 and char in ")]}" and index != last for index, char, depth in _depths(text)
-    )
+    closed_at = _bracket_walk(text)[0]
+    return closed_at is None or closed_at == len(text) - 1
 
 
-_BRACKETS = "([{)]}"
+def _bracket_walk(text: str) -> tuple[int | None, int, int]:
+    """``(first index where a closing bracket returns to depth 0, lowest depth, final depth)``.
 
-
-def _depths(text: str) -> Iterator[tuple[int, str, int]]:
-    """Each character of ``text`` with its index and the bracket depth just after it."""
-    depth = 0
+    One pass over ``text`` serving :func:`_wrapped` and :func:`_balanced`.
+    """
+    closed_at: int | None = None
+    lowest = depth = 0
     for index, char in enumerate(text):
         if char in "([{":
             depth += 1
-        elif char in ")]}":
-            depth -= 1
-        yield index, char, depth
+            continue
+        if char not in ")]}":
+            continue
+        depth -= 1
+        lowest = min(lowest, depth)
+        if depth == 0 and closed_at is None:
+            closed_at = index
+    return closed_at, lowest, depth
 
 
 _THOUSANDS = re.compile(r"^\s*-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*$")
@@ -958,9 +966,7 @@ def _solutions(text: str, units: bool) -> Piece:
 
 
 def _has_top(text: str, chars: str) -> bool:
-    return any(
-        depth == 0 and char in chars and char not in _BRACKETS for _, char, depth in _depths(text)
-    )
+    return bool(_split_top_at(text, chars)[1])
 
 
 def _single(text: str, units: bool) -> Piece:
@@ -1087,11 +1093,8 @@ _CLOCK = re.compile(r"^\s*\d{1,2}\s*:\s*0{2}\s*$")
 
 
 def _balanced(text: str) -> bool:
-    depth = 0
-    for _, _, depth in _depths(text):
-        if depth < 0:
-            return False
-    return depth == 0
+    _, lowest, depth = _bracket_walk(text)
+    return lowest >= 0 and depth == 0
 
 
 # -- tokens -> Python expression ---------------------------------------------------------
