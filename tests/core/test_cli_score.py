@@ -10,26 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import SCRIPT, run_cli
 
 from verifiers import Result
 from verifiers.cli import main
 
-SCRIPT = Path(sys.executable).parent / "verifiers"
-
-
-def cli(
-    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, **(env or {})}
-    full_env.setdefault("VERIFIERS_CACHE_DIR", str(cwd or Path.cwd()))
-    return subprocess.run(
-        [str(SCRIPT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=full_env,
-        timeout=120,
-    )
+cli = run_cli
 
 
 def exact(ident: str, completion: str, reference: str) -> str:
@@ -261,24 +247,3 @@ def test_score_reads_a_pipe(scored_input: Path, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert [r.id for r in read_scored(out)] == ["a", "b", "c", "d", "e", "f"]
-
-
-def test_score_and_serve_read_the_engine_flags_alike(tmp_path: Path) -> None:
-    """One reader of the shared flags (``EngineSettings.from_flags``) for both commands."""
-    from verifiers.cli._main import _parser as score_parser
-    from verifiers.engine import EngineSettings
-    from verifiers.errors import InvalidSettings
-    from verifiers.rl_adapters.server import _parser as serve_parser
-    from verifiers.rl_adapters.server import settings_from_args
-
-    flags = ["--concurrency", "3", "--timeout", "7", "--retries", "0", "--workers", "2"]
-    flags += ["--sandbox", "none", "--cache-path", str(tmp_path / "c.sqlite")]
-    scored = score_parser().parse_args(["score", "in.jsonl", *flags])
-    served = serve_parser().parse_args(flags)
-    from_score = EngineSettings.from_flags(scored, cache=scored.cache_path)
-    assert settings_from_args(served).engine == from_score
-    assert (from_score.concurrency, from_score.timeout_s, from_score.sandbox) == (3, 7.0, "none")
-    with pytest.raises(InvalidSettings, match="--timeout"):  # the flag, not the field, in both
-        settings_from_args(serve_parser().parse_args(["--timeout", "-1"]))
-    with pytest.raises(InvalidSettings, match="--timeout"):
-        EngineSettings.from_flags(score_parser().parse_args(["score", "x", "--timeout", "-1"]))

@@ -11,36 +11,12 @@ from typing import Any
 
 import pytest
 import trimesh
-import verifiers.domains.mesh as mesh_pkg
 from pydantic import ValidationError
 from verifiers.domains.mesh import MeshConstraints, MeshSpec
 from verifiers.sandbox import ExecResult, FakeCall, FakeProvider
 
 import verifiers
 from verifiers import Trajectory, VerifierContext
-
-
-def test_public_names_are_pinned() -> None:
-    assert sorted(mesh_pkg.__all__) == sorted(
-        [
-            "FORMATS",
-            "BBox",
-            "Clearance",
-            "Constraints",
-            "Count",
-            "Extents",
-            "MeshConstraints",
-            "MeshSpec",
-            "MirrorSymmetry",
-            "Obstacle",
-            "Reference",
-            "Scalar",
-            "ScriptSettings",
-            "Thickness",
-            "Units",
-        ]
-    )
-    assert verifiers.get_verifier("mesh.constraints") is MeshConstraints
 
 
 def test_issue_spec_shape_validates() -> None:
