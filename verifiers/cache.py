@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import InfraError
 from .protocol import Spec, Verifier
-from .settings import env
+from .settings import cache_dir
 from .types import Result, Trajectory
 
 __all__ = ["ResultCache", "default_cache_path"]
@@ -45,9 +45,7 @@ _HASH_CHUNK = 1024 * 1024
 
 def default_cache_path() -> Path:
     """``$VERIFIERS_CACHE_DIR/results.sqlite``, else ``~/.cache/verifiers/results.sqlite``."""
-    root = env("VERIFIERS_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "verifiers"
-    return base / "results.sqlite"
+    return cache_dir() / "results.sqlite"
 
 
 def _canonical(value: Any) -> str:
