@@ -123,13 +123,15 @@ def test_binary_stl_face_budget_is_checked_before_parsing(tmp_path: Path) -> Non
     assert r.status == "fail" and "1280 faces, more than the 100" in r.feedback
 
 
+def _mesh_item(path: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A ``mesh.constraints`` trajectory judging the file ``path`` with ``spec``."""
+    task = {"verifier": "mesh.constraints", "spec": spec}
+    return {"completion": "", "task": task, "artifacts": {"mesh": {"path": path}}, **extra}
+
+
 def test_unknown_constraints_are_bad_input(shared_data: Path) -> None:
     # Strict specs (issue 19): a misspelt constraint must not silently go unchecked.
-    traj = {
-        "completion": "",
-        "task": {"verifier": "mesh.constraints", "spec": {"constraints": {"volumee": 1}}},
-        "artifacts": {"mesh": {"path": "unit_cube.STL"}},
-    }
+    traj = _mesh_item("unit_cube.STL", {"constraints": {"volumee": 1}})
     [r] = verifiers.score([traj], base_dir=shared_data / "meshes", sandbox="none")
     assert r.status == "error" and r.error is not None and r.error.kind == "bad_input"
     assert "unknown key 'volumee' (did you mean 'volume'?)" in r.error.message
@@ -137,20 +139,8 @@ def test_unknown_constraints_are_bad_input(shared_data: Path) -> None:
 
 def test_worker_process_hop_and_memory_limit(shared_data: Path) -> None:
     base = shared_data / "meshes"
-    item = {
-        "id": "torus",
-        "completion": "",
-        "task": {"verifier": "mesh.constraints", "spec": {"constraints": {"genus": 1}}},
-        "artifacts": {"mesh": {"path": "torus.STL"}},
-    }
-    starved = {
-        **item,
-        "id": "starved",
-        "task": {
-            "verifier": "mesh.constraints",
-            "spec": {"constraints": {"genus": 1}, "memory_mb": 64},
-        },
-    }
+    item = _mesh_item("torus.STL", {"constraints": {"genus": 1}}, id="torus")
+    starved = _mesh_item("torus.STL", {"constraints": {"genus": 1}, "memory_mb": 64}, id="starved")
     ok, oom = verifiers.score([item, starved], sandbox="none", base_dir=str(base), workers=1)
     assert ok.status == "pass" and ok.details["stats"]["genus"] == 1
     # A job past its memory limit is an error (the verifier could not judge), never a 0.
@@ -215,23 +205,12 @@ def test_costly_analysis_is_the_models_fail_and_a_starved_worker_abstains(tmp_pa
     ``error`` (machine-caused), never a score."""
     trimesh.creation.icosphere(subdivisions=6, radius=10.0).export(tmp_path / "ball.ply")
     heavy = {"min_thickness": 1.0, "mirror_symmetry": {"plane": "yz", "tol": 0.01}}
-    costly = {
-        "id": "costly",
-        "completion": "",
-        "task": {
-            "verifier": "mesh.constraints",
-            "spec": {"constraints": heavy, "cpu_budget_s": 0.05, "timeout_s": 300},
-        },
-        "artifacts": {"mesh": {"path": "ball.ply"}},
-    }
-    walled = {
-        **costly,
-        "id": "walled",
-        "task": {
-            "verifier": "mesh.constraints",
-            "spec": {"constraints": heavy, "cpu_budget_s": 300, "timeout_s": 0.05},
-        },
-    }
+    costly = _mesh_item(
+        "ball.ply", {"constraints": heavy, "cpu_budget_s": 0.05, "timeout_s": 300}, id="costly"
+    )
+    walled = _mesh_item(
+        "ball.ply", {"constraints": heavy, "cpu_budget_s": 300, "timeout_s": 0.05}, id="walled"
+    )
     fail, error = verifiers.score([costly, walled], sandbox="none", base_dir=str(tmp_path))
     assert fail.status == "fail" and fail.reward == 0.0, (fail.status, fail.error)
     assert "CPU-second budget" in fail.feedback
