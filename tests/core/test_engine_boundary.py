@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from concurrency_probe import Probe
 
 from verifiers import (
     Engine,
@@ -47,19 +48,11 @@ class SeesLine(Verifier[LineSpec]):
 
     Spec = LineSpec
     cacheable = False
-    active = 0
-    peak = 0
-    lock = threading.Lock()
+    probe = Probe()
 
     async def verify(self, trajectory: Trajectory, spec: LineSpec, ctx: VerifierContext) -> Result:
-        with self.lock:
-            type(self).active += 1
-            type(self).peak = max(type(self).peak, type(self).active)
-        try:
+        with self.probe.held():
             await asyncio.sleep(spec.delay)
-        finally:
-            with self.lock:
-                type(self).active -= 1
         if spec.fail == "infra":
             raise InfraError("flaky provider")
         if spec.fail == "value":
@@ -223,7 +216,7 @@ def test_sync_engine_scores_from_threads_and_from_a_running_loop() -> None:
 def test_machine_concurrency_holds_across_engines_sharing_a_key(tmp_path: Path) -> None:
     key = f"test-{time.monotonic_ns()}"
     slow = {"completion": "x", "task": _task(delay=0.05)}
-    SeesLine.peak = 0
+    SeesLine.probe.reset()
     settings = EngineSettings(sandbox="none", concurrency=4)
     engines = [SyncEngine(settings, machine_concurrency=1, machine_key=key) for _ in range(2)]
     try:
@@ -235,11 +228,11 @@ def test_machine_concurrency_holds_across_engines_sharing_a_key(tmp_path: Path) 
     finally:
         for e in engines:
             e.close()
-    assert SeesLine.peak == 1  # 8 items, 2 engines x concurrency 4, one machine-wide slot
-    SeesLine.peak = 0
+    assert SeesLine.probe.peak == 1  # 8 items, 2 engines x concurrency 4, one machine-wide slot
+    SeesLine.probe.reset()
     with SyncEngine(settings) as free:
         free.score([slow] * 4)
-    assert SeesLine.peak > 1  # without the limit the same items overlap
+    assert SeesLine.probe.peak > 1  # without the limit the same items overlap
 
 
 def test_cached_and_id_are_stamped_by_the_engine_alone(tmp_path: Path) -> None:
