@@ -69,7 +69,10 @@ def _run(traj: dict[str, Any], base: Path, provider: Any = None) -> verifiers.Re
     t = Trajectory.model_validate(traj)
     spec = MeshSpec.model_validate(t.task.spec or {})
     ctx = VerifierContext(deadline=time.monotonic() + 60, base_dir=base, sandboxes=provider)
-    return asyncio.run(MeshConstraints().verify(t, spec, ctx))
+    try:
+        return asyncio.run(MeshConstraints().verify(t, spec, ctx))
+    finally:
+        ctx.cleanup()  # as the engine does: inline artifacts' temp files go with the item
 
 
 @pytest.mark.parametrize("fmt", ["stl", "obj", "ply", "glb", "off"])
