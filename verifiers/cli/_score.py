@@ -62,14 +62,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "the default when IN is -)",
     )
     p.add_argument("--concurrency", type=int, metavar="N", help="items verified at once")
-    p.add_argument(
-        "--timeout",
-        "--timeout-s",
-        dest="timeout_s",
-        type=float,
-        metavar="S",
-        help="per-item deadline in seconds",
-    )
+    timeout = {"dest": "timeout_s", "type": float, "metavar": "S"}
+    p.add_argument("--timeout", "--timeout-s", help="per-item deadline in seconds", **timeout)
     p.add_argument("--retries", type=int, metavar="N", help="extra attempts for infra errors")
     p.add_argument("--workers", type=int, metavar="N", help="worker processes for heavy checks")
     p.add_argument(

@@ -65,6 +65,12 @@ def test_bad_specs_are_rejected(constraints: dict[str, Any]) -> None:
         MeshSpec.model_validate({"constraints": constraints})
 
 
+def _mesh_item(path: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A ``mesh.constraints`` trajectory judging the file ``path`` with ``spec``."""
+    task = {"verifier": "mesh.constraints", "spec": spec}
+    return {"completion": "", "task": task, "artifacts": {"mesh": {"path": path}}, **extra}
+
+
 def _run(traj: dict[str, Any], base: Path, provider: Any = None) -> verifiers.Result:
     t = Trajectory.model_validate(traj)
     spec = MeshSpec.model_validate(t.task.spec or {})
@@ -94,22 +100,14 @@ def test_every_format_loads_inline(tmp_path: Path, fmt: str) -> None:
 
 def test_unknown_format_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "part.step").write_bytes(b"ISO-10303-21;")
-    traj = {
-        "completion": "",
-        "task": {"verifier": "mesh.constraints"},
-        "artifacts": {"mesh": {"path": "part.step"}},
-    }
+    traj = _mesh_item("part.step", {})
     with pytest.raises(verifiers.BadInput, match="spec.format"):
         _run(traj, tmp_path)
 
 
 def test_oversized_file_fails_without_parsing(tmp_path: Path) -> None:
     (tmp_path / "big.stl").write_bytes(b"\0" * 5000)
-    traj = {
-        "completion": "",
-        "task": {"verifier": "mesh.constraints", "spec": {"max_file_bytes": 1000}},
-        "artifacts": {"mesh": {"path": "big.stl"}},
-    }
+    traj = _mesh_item("big.stl", {"max_file_bytes": 1000})
     r = _run(traj, tmp_path)
     assert r.status == "fail" and "over the 1000-byte limit" in r.feedback
 
@@ -117,19 +115,9 @@ def test_oversized_file_fails_without_parsing(tmp_path: Path) -> None:
 def test_binary_stl_face_budget_is_checked_before_parsing(tmp_path: Path) -> None:
     sphere = trimesh.creation.icosphere(subdivisions=3)
     (tmp_path / "s.stl").write_bytes(sphere.export(file_type="stl"))
-    traj = {
-        "completion": "",
-        "task": {"verifier": "mesh.constraints", "spec": {"max_load_faces": 100}},
-        "artifacts": {"mesh": {"path": "s.stl"}},
-    }
+    traj = _mesh_item("s.stl", {"max_load_faces": 100})
     r = _run(traj, tmp_path)
     assert r.status == "fail" and "1280 faces, more than the 100" in r.feedback
-
-
-def _mesh_item(path: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A ``mesh.constraints`` trajectory judging the file ``path`` with ``spec``."""
-    task = {"verifier": "mesh.constraints", "spec": spec}
-    return {"completion": "", "task": task, "artifacts": {"mesh": {"path": path}}, **extra}
 
 
 def test_unknown_constraints_are_bad_input(shared_data: Path) -> None:
