@@ -707,14 +707,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     cache: bool | Path | None = None
     if args.cache is not None:
         cache = {"on": True, "off": False}.get(args.cache, Path(args.cache))
-    engine = EngineSettings.from_env(
-        concurrency=args.concurrency,
-        timeout_s=args.timeout_s,
-        retries=args.retries,
-        sandbox=args.sandbox,
-        workers=args.workers,
-        cache=cache,
-    )
+    engine = EngineSettings.from_flags(args, cache=cache)
     return ServerSettings(
         engine=engine,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),

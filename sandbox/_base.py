@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
-from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Self, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from verifiers._lifecycle import AsyncContext
 
 if TYPE_CHECKING:
     from ._settings import SandboxSettings
@@ -70,7 +71,7 @@ class ExecResult(BaseModel):
         return data.decode("utf-8", "replace")
 
 
-class Sandbox(ABC):
+class Sandbox(AsyncContext, ABC):
     """An isolated place to run one job's commands, with its own work directory.
 
     Use as ``async with``: ``close`` releases the slot (and wipes the work dir).
@@ -104,15 +105,7 @@ class Sandbox(ABC):
     async def close(self) -> None:
         """Release the sandbox; idempotent."""
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self) -> None:
         await self.close()
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import InfraError
 from .protocol import Spec, Verifier
-from .settings import env
+from .settings import cache_dir
 from .types import Result, Trajectory
 
 __all__ = ["ResultCache", "default_cache_path"]
@@ -45,9 +45,7 @@ _HASH_CHUNK = 1024 * 1024
 
 def default_cache_path() -> Path:
     """``$VERIFIERS_CACHE_DIR/results.sqlite``, else ``~/.cache/verifiers/results.sqlite``."""
-    root = env("VERIFIERS_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "verifiers"
-    return base / "results.sqlite"
+    return cache_dir() / "results.sqlite"
 
 
 def _canonical(value: Any) -> str:
@@ -164,7 +162,11 @@ class ResultCache:
     # -- get / put -----------------------------------------------------------------------
 
     def get(self, key: str) -> Result | None:
-        """The stored result for ``key`` (with ``cached=True``), or ``None``."""
+        """The stored verdict for ``key`` as it was put (no ``id``, ``cached=False``), or ``None``.
+
+        The cache only stores and returns: marking a hit ``cached`` is the engine's stamp
+        (``Engine._stamp``), with everything else it knows about the item.
+        """
         with self._lock:
             text = self._pending.get(key)
             if text is None and not self._broken:
@@ -179,10 +181,9 @@ class ResultCache:
         if text is None:
             return None
         try:
-            result = Result.model_validate_json(text)
+            return Result.model_validate_json(text)
         except ValueError:
             return None
-        return result.model_copy(update={"cached": True})
 
     def put(self, key: str, result: Result) -> None:
         """Store a verdict. ``error`` results are ignored (they must be retried)."""

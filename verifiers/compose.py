@@ -9,13 +9,18 @@ Rules, in order:
 2. Otherwise any check that could not judge (``error``) makes the whole item ``error``: a
    partial score over the checks that did run would be a fake number.
 3. ``skipped`` checks abstain: they drop out of the mean. All skipped -> ``skipped``.
-4. ``combine``: ``mean`` (weighted by ``weight``), ``min``, or ``all`` (1 only if every
-   check passed, else 0).
+4. ``task.combine``, the task's combination rule: ``mean`` (weighted by ``weight``), ``min``,
+   or ``all`` (1 only if every check passed, else 0).
 
 A check the model's output broke (its verifier raised :class:`~verifiers.errors.InvalidOutput`)
 arrives here as a ``fail`` with reward 0, never as an ``error``: the engine's error boundary
 converts it before composition, so rule 1 gates it, ``min`` takes its 0 and ``mean`` counts
 it. Only a failure of a verifier or of the machine reaches rule 2.
+
+Names: ``Task.combine`` is the *rule* (a field of the data contract, ``"mean"``/``"min"``/
+``"all"``); :func:`fold_checks` is the *function* that applies it. The function was called
+``combine`` too, one name for two concepts; ``combine`` stays as an alias of
+:func:`fold_checks` so old imports keep working.
 
 Components keep their names: ``<check name>`` holds that check's reward and
 ``<check name>/<component>`` each of its own components, so trainers can log them.
@@ -27,7 +32,7 @@ from collections.abc import Sequence
 
 from .types import Check, ErrorInfo, Result, Task
 
-__all__ = ["check_names", "combine"]
+__all__ = ["check_names", "combine", "fold_checks"]
 
 
 def check_names(checks: Sequence[Check]) -> list[str]:
@@ -48,8 +53,12 @@ def check_names(checks: Sequence[Check]) -> list[str]:
     return names
 
 
-def combine(task: Task, results: Sequence[Result]) -> Result:
-    """Fold per-check results into one, following the module's rules."""
+def fold_checks(task: Task, results: Sequence[Result]) -> Result:
+    """Fold per-check results into one by ``task.combine``, following the module's rules.
+
+    ``results`` are in ``task.checks`` order. The result is unstamped: the engine's
+    ``_stamp`` gives it its id, ``verifier="compose"`` and duration.
+    """
     checks = task.checks or []
     names = check_names(checks)
     components: dict[str, float] = {}
@@ -126,3 +135,8 @@ def combine(task: Task, results: Sequence[Result]) -> Result:
         feedback="\n".join(feedback),
         details=details,
     )
+
+
+combine = fold_checks
+"""The old name of :func:`fold_checks` (it clashed with the rule ``Task.combine``); kept so
+``from verifiers.compose import combine`` keeps working."""

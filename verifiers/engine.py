@@ -24,17 +24,18 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._lifecycle import AsyncContext
 from ._validation import settings_problems
-from .compose import combine
+from .compose import fold_checks
 from .context import SandboxProvider, VerifierContext
 from .errors import (
     BadInput,
@@ -52,6 +53,8 @@ from .settings import env
 from .types import Result, Task, Trajectory
 
 if TYPE_CHECKING:
+    import argparse
+
     from ._machine import MachineSlots
     from .cache import ResultCache
     from .episode import Episode
@@ -60,6 +63,8 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "EngineSettings", "score", "score_async"]
 
 log = logging.getLogger("verifiers.engine")
+
+_T = TypeVar("_T")
 
 Item = Trajectory | Result | Mapping[str, Any] | InputRecord
 """What the engine scores: a trajectory (or its mapping), a reader's ready-made result, or
@@ -150,6 +155,32 @@ class EngineSettings(BaseModel):
         except ValidationError as exc:
             raise InvalidSettings(settings_problems(exc, cls, values, sources)) from None
 
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace, **overrides: Any) -> EngineSettings:
+        """:meth:`from_env` with the command-line flags of :data:`FLAGS` found on ``args``.
+
+        ``verifiers score`` and ``verifiers serve`` share the flags and their meaning; errors
+        name the flag (``--timeout``), not the field. ``overrides`` win over ``args`` (a value
+        a command worked out itself, such as its cache default).
+
+        Raises:
+            InvalidSettings: as :meth:`from_env`.
+        """
+        values = {name: getattr(args, name, None) for name in FLAGS}
+        return cls.from_env(labels=FLAGS, **{**values, **overrides})
+
+
+FLAGS: dict[str, str] = {
+    "concurrency": "--concurrency",
+    "timeout_s": "--timeout",
+    "retries": "--retries",
+    "workers": "--workers",
+    "sandbox": "--sandbox",
+    "cache": "--cache-path",
+    "fail_fast_after": "--fail-fast-after",
+}
+"""The engine settings the CLI commands take as flags (``args`` attribute: flag)."""
+
 
 class _LazySandboxes:
     """Opens the configured sandbox provider the first time a verifier asks for one."""
@@ -189,7 +220,7 @@ class _LazySandboxes:
             self._provider = None
 
 
-class Engine:
+class Engine(AsyncContext):
     """Scores trajectories. Use ``async with Engine(...) as engine``.
 
     Args:
@@ -231,17 +262,6 @@ class Engine:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Close verifiers, worker processes, sandboxes and the cache."""
         for verifier in self._instances.values():
@@ -260,6 +280,9 @@ class Engine:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+
+    async def _exit(self) -> None:
+        await self.aclose()
 
     # -- public API --------------------------------------------------------------------
 
@@ -309,32 +332,8 @@ class Engine:
 
     async def _ordered(self, items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Result]:
         window = self.settings.window or 4 * self.settings.concurrency
-        pending: deque[asyncio.Task[Result] | Result] = deque()
-
-        async def drain_head() -> AsyncIterator[Result]:
-            while pending:
-                head = pending[0]
-                if isinstance(head, Result):
-                    pending.popleft()
-                    yield head
-                    continue
-                if len(pending) < window and not head.done():
-                    return
-                pending.popleft()
-                yield await head
-
-        try:
-            async for item in _aiter(items):
-                pending.append(self._start(item))
-                async for result in drain_head():
-                    yield result
-            while pending:
-                head = pending.popleft()
-                yield head if isinstance(head, Result) else await head
-        finally:
-            for task in pending:
-                if isinstance(task, asyncio.Task):
-                    task.cancel()
+        async for result in in_input_order(items, self._start, window):
+            yield result
 
     def episode(self, item: Trajectory | Mapping[str, Any], **settings: Any) -> Episode:
         """One live sandbox session for one rollout of ``item``'s task (``async with``).
@@ -483,7 +482,7 @@ class Engine:
                 *(self._judge_check(trajectory, check, deadline) for check in prepared)
             )
             job.label = "compose"
-            return self._stamp(combine(task, parts), job)
+            return self._stamp(fold_checks(task, parts), job)
 
     async def _judge_check(
         self, trajectory: Trajectory, check: _Prepared, deadline: float
@@ -561,6 +560,7 @@ class Engine:
             key = cache.key_for(type(verifier), spec, trajectory, self.base_dir)
             hit = cache.get(key)
             if hit is not None:
+                job.cached = True  # stamped by _stamp, with the rest
                 return hit
         result = await self._verify_with_retries(verifier, trajectory, spec, job, deadline)
         if cache is not None and key is not None and result.status != "error":
@@ -676,9 +676,11 @@ class Engine:
         """The one place a result gets what the engine knows about its item.
 
         ``id``, ``verifier`` (``name@version``, ``compose``, or the name as given when it
-        never resolved), ``duration_s`` (kept for a cache hit), ``error.line`` (from the
-        input record) and ``error.attempts``, and ``details["resources"]`` of the item's
-        sandbox jobs. A ready-made result (``passthrough``) only gets its line.
+        never resolved), ``cached``, ``duration_s`` (what the item took here: for a cache
+        hit, the lookup), ``error.line`` (from the input record) and ``error.attempts``, and
+        ``details["resources"]`` of the item's sandbox jobs. A ready-made result
+        (``passthrough``) only gets its line. A verifier's own ``cached`` or ``id`` never
+        survives: what the engine did not see happen is not stamped.
         """
         update: dict[str, Any] = {}
         error = result.error
@@ -694,8 +696,8 @@ class Engine:
             return result.model_copy(update=update) if update else result
         update["id"] = job.ident
         update["verifier"] = job.label
-        if not result.cached:
-            update["duration_s"] = time.perf_counter() - job.started
+        update["cached"] = job.cached
+        update["duration_s"] = time.perf_counter() - job.started
         if job.resources is not None:
             update["details"] = {**result.details, "resources": job.resources}
         return result.model_copy(update=update)
@@ -750,6 +752,7 @@ class _Job:
     label: str = ""
     timeout_s: float | None = None
     attempts: int = 1
+    cached: bool = False
     resources: dict[str, Any] | None = None
     result: Result | None = None
 
@@ -795,13 +798,43 @@ def _unretryable(result: Result) -> tuple[str, str | None] | None:
     return str(infra.get("message") or result.error.message), None if hint is None else str(hint)
 
 
-async def _aiter(items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Item]:
+async def _aiter(items: Iterable[_T] | AsyncIterable[_T]) -> AsyncIterator[_T]:
     if isinstance(items, AsyncIterable):
         async for item in items:
             yield item
     else:
         for item in items:
             yield item
+
+
+async def in_input_order(
+    items: Iterable[_T] | AsyncIterable[_T],
+    start: Callable[[_T], asyncio.Task[Result] | Result],
+    window: int,
+) -> AsyncIterator[Result]:
+    """``start(item)`` for each item, results yielded in input order while later ones run.
+
+    ``start`` returns a ready result or a task. At most ``window`` entries are pending: the
+    head is awaited once the window is full, so memory stays flat on inputs of any length,
+    and a head that is ready is yielded at once. Tasks still pending when the consumer stops
+    are cancelled. The engine's stream and ``RayScorer.stream`` both use it.
+    """
+    pending: deque[asyncio.Task[Result] | Result] = deque()
+    try:
+        async for item in _aiter(items):
+            pending.append(start(item))
+            while pending and (
+                isinstance(pending[0], Result) or pending[0].done() or len(pending) >= window
+            ):
+                head = pending.popleft()
+                yield head if isinstance(head, Result) else await head
+        while pending:
+            head = pending.popleft()
+            yield head if isinstance(head, Result) else await head
+    finally:
+        for task in pending:
+            if isinstance(task, asyncio.Task):
+                task.cancel()
 
 
 # -- facades -------------------------------------------------------------------------------

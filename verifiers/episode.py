@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, runtime
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._lifecycle import AsyncContext
 from .errors import BadInput, InvalidOutput, VerifierError
 from .types import Result, Status, Trajectory
 
@@ -159,7 +160,7 @@ class EpisodeVerifier(Protocol):
         ...
 
 
-class Episode:
+class Episode(AsyncContext):
     """One rollout's live sandbox session. Made by :meth:`Engine.episode`; use ``async with``.
 
     Tool methods: :meth:`run`, :meth:`write_file`, :meth:`read_file`, :meth:`list_files`,
@@ -198,16 +199,10 @@ class Episode:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    async def _enter(self) -> None:
         await self.start()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self) -> None:
         await self.close()
 
     async def start(self) -> None:

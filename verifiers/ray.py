@@ -70,13 +70,13 @@ import json
 import os
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engine import Engine, EngineSettings
+from .engine import Engine, EngineSettings, in_input_order
 from .errors import MissingDependency
 from .types import Result, Trajectory
 
@@ -594,22 +594,8 @@ class RayScorer:
                 actor.slots = asyncio.Semaphore(self.max_in_flight)
             self._slots_loop = loop
         window = 2 * self.max_in_flight * max(len(self._actors), 1)
-        pending: deque[asyncio.Task[Result] | Result] = deque()
-        try:
-            async for item in _aiter(items):
-                pending.append(self._start(item))
-                while pending and (
-                    isinstance(pending[0], Result) or pending[0].done() or len(pending) >= window
-                ):
-                    head = pending.popleft()
-                    yield head if isinstance(head, Result) else await head
-            while pending:
-                head = pending.popleft()
-                yield head if isinstance(head, Result) else await head
-        finally:
-            for task in pending:
-                if isinstance(task, asyncio.Task):
-                    task.cancel()
+        async for result in in_input_order(items, self._start, window):
+            yield result
 
     def _start(self, item: Item) -> asyncio.Task[Result] | Result:
         if isinstance(item, Result):
@@ -767,15 +753,6 @@ def _prometheus(actors: list[dict[str, Any]], stats: RayStats) -> str:
         f"verifiers_ray_retried_total {stats.retried}",
     ]
     return "\n".join(lines) + "\n"
-
-
-async def _aiter(items: Iterable[Item] | AsyncIterable[Item]) -> AsyncIterator[Item]:
-    if isinstance(items, AsyncIterable):
-        async for item in items:
-            yield item
-    else:
-        for item in items:
-            yield item
 
 
 def wait_for_nodes(count: int, timeout_s: float = 60.0) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 
 from .errors import BadInput
 from .io import read_results
-from .summary import Reservoir
+from .summary import UNKNOWN, Reservoir, VerifierStats
 from .types import Result
 
 __all__ = ["build_report", "write_report"]
@@ -60,30 +60,20 @@ _SAMPLE = 20_000
 
 
 @dataclass
-class _Stats:
-    """What the page needs about one verifier."""
+class _Stats(VerifierStats):
+    """What the page needs about one verifier.
 
-    statuses: Counter[str] = field(default_factory=Counter)
-    kinds: Counter[str] = field(default_factory=Counter)
+    The summary's counts, latencies split by cache hits, and component means.
+    """
+
     rewards: Reservoir = field(default_factory=lambda: Reservoir(_SAMPLE))
-    reward_sum: float = 0.0
     latency_ms: Reservoir = field(default_factory=lambda: Reservoir(_SAMPLE))
     cached_latency_ms: Reservoir = field(default_factory=lambda: Reservoir(_SAMPLE))
-    cached: int = 0
     component_sum: dict[str, float] = field(default_factory=dict)
     component_n: Counter[str] = field(default_factory=Counter)
 
-    @property
-    def count(self) -> int:
-        return sum(self.statuses.values())
-
-    def add(self, result: Result) -> None:
-        self.statuses[result.status] += 1
-        if result.error is not None:
-            self.kinds[result.error.kind] += 1
-        if result.reward is not None and math.isfinite(result.reward):
-            self.rewards.add(result.reward)
-            self.reward_sum += result.reward
+    def add(self, result: Result, *, sample_reward: bool = True) -> None:
+        super().add(result, sample_reward=sample_reward)
         for name, value in result.components.items():
             if isinstance(value, int | float) and math.isfinite(value):
                 self.component_sum[name] = self.component_sum.get(name, 0.0) + float(value)
@@ -93,11 +83,7 @@ class _Stats:
         latency = result.duration_s * 1000
         if not math.isfinite(latency) or latency < 0:
             return
-        if result.cached:
-            self.cached += 1
-            self.cached_latency_ms.add(latency)
-        else:
-            self.latency_ms.add(latency)
+        (self.cached_latency_ms if result.cached else self.latency_ms).add(latency)
 
 
 def _cut(text: str) -> str:
@@ -111,7 +97,7 @@ def _row(number: int, result: Result) -> dict[str, Any]:
         "n": number,
         "line": None if error is None else error.line,
         "id": None if result.id is None else _cut(str(result.id))[:200],
-        "verifier": _cut(result.verifier or "(none)")[:200],
+        "verifier": _cut(result.verifier or UNKNOWN)[:200],
         "status": result.status,
         "kind": "" if error is None else error.kind,
         "reward": result.reward,
@@ -125,7 +111,7 @@ def _collect(scored: Path) -> tuple[dict[str, _Stats], list[dict[str, Any]], Cou
     embedded: Counter[str] = Counter()
     count = 0
     for count, result in enumerate(read_results(scored), start=1):
-        name = result.verifier or "(none)"
+        name = result.verifier or UNKNOWN
         entry = stats.get(name)
         if entry is None:
             entry = stats[name] = _Stats()
@@ -239,14 +225,14 @@ def build_report(scored: Path) -> str:
     cached = 0
     for s in stats.values():
         totals.update(s.statuses)
-        kinds.update(s.kinds)
+        kinds.update(s.error_kinds)
         cached += s.cached
 
     verifier_rows = []
     for name in names:
         s = stats[name]
         rewards = list(s.rewards.values)
-        mean = s.reward_sum / s.rewards.seen if s.rewards.seen else None
+        mean = s.mean_reward
         lo = min([0.0, *rewards]) if rewards else 0.0
         hi = max([1.0, *rewards]) if rewards else 1.0
         # Results served from the cache carry the latency of the run that computed them.
@@ -273,10 +259,10 @@ def build_report(scored: Path) -> str:
     kind_names = sorted(kinds)
     kind_rows = [
         f"<tr><th scope=row>{e(name)}</th>"
-        + "".join(f"<td>{stats[name].kinds.get(k, 0):,}</td>" for k in kind_names)
+        + "".join(f"<td>{stats[name].error_kinds.get(k, 0):,}</td>" for k in kind_names)
         + "</tr>"
         for name in names
-        if stats[name].kinds
+        if stats[name].error_kinds
     ]
     errors_html = (
         "<p>No errors: every result is a verdict.</p>"

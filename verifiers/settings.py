@@ -29,7 +29,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["VARIABLES", "Variable", "env", "render_table", "variable"]
+from .errors import InvalidSettings
+
+__all__ = ["VARIABLES", "Variable", "cache_dir", "env", "env_flag", "render_table", "variable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ VARIABLES: tuple[Variable, ...] = (
         "VERIFIERS_CACHE_DIR",
         "~/.cache/verifiers",
         "Root of the result cache (`results.sqlite`) and of the finance PDF table cache.",
-        "verifiers/cache.py; domains/finance/_sources.py",
+        "verifiers/settings.py (cache_dir: verifiers/cache.py, domains/finance/_sources.py)",
     ),
     Variable(
         "VERIFIERS_LOCK_DIR",
@@ -143,8 +145,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "VERIFIERS_FINANCE_PDF_CACHE",
         "1",
-        "`0` turns off the on-disk cache of PDF tables.",
-        "domains/finance/_sources.py",
+        "`0` (or `false`/`no`/`off`) turns off the on-disk cache of PDF tables; a value that "
+        "is not on/off is an error.",
+        "domains/finance/_sources.py (env_flag)",
     ),
     Variable(
         "VERIFIERS_RENDER_OUTPUT_DIR",
@@ -249,6 +252,39 @@ def env(name: str) -> str | None:
     """
     variable(name)
     return os.environ.get(name)
+
+
+_ON = ("1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """The declared on/off variable ``name``: ``default`` when unset or empty.
+
+    ``1``/``true``/``yes``/``on`` and ``0``/``false``/``no``/``off`` (any case) are understood.
+
+    Raises:
+        KeyError: ``name`` is not declared.
+        InvalidSettings: any other value (a typo must not silently mean "on").
+    """
+    raw = env(name)
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value in _ON or value in _OFF:
+        return value in _ON
+    raise InvalidSettings(
+        [f"{name}={raw!r}: not an on/off value; use one of {', '.join(_ON + _OFF)}"]
+    )
+
+
+def cache_dir() -> Path:
+    """The root of every on-disk cache (the result cache, the finance PDF tables).
+
+    ``$VERIFIERS_CACHE_DIR``, else ``~/.cache/verifiers``.
+    """
+    root = env("VERIFIERS_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "verifiers"
 
 
 def render_table() -> str:

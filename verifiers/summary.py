@@ -55,12 +55,19 @@ class Reservoir:
 
 @dataclass
 class VerifierStats:
-    """Per-verifier counts and reward sum."""
+    """Per-verifier counts and reward sum: the one counter of results.
+
+    :class:`Summary` keeps one per verifier (and ``verifiers report``'s page extends it with
+    latencies and components), so a status, an error kind, a cache hit and a reward are
+    counted by one rule everywhere.
+    """
 
     statuses: Counter[str] = field(default_factory=Counter)
     reward_sum: float = 0.0
     rewarded: int = 0
     rewards: Reservoir = field(default_factory=lambda: Reservoir(50_000))
+    error_kinds: Counter[str] = field(default_factory=Counter)
+    cached: int = 0
 
     @property
     def count(self) -> int:
@@ -72,14 +79,28 @@ class VerifierStats:
         """Mean over the results that have a reward (``None`` when none has)."""
         return self.reward_sum / self.rewarded if self.rewarded else None
 
+    def add(self, result: Result, *, sample_reward: bool = True) -> None:
+        """Count one result; ``sample_reward=False`` keeps the sum but not the sample."""
+        self.statuses[result.status] += 1
+        if result.error is not None:
+            self.error_kinds[result.error.kind] += 1
+        if result.cached:
+            self.cached += 1
+        if result.reward is not None and math.isfinite(result.reward):
+            self.reward_sum += result.reward
+            self.rewarded += 1
+            if sample_reward:
+                self.rewards.add(result.reward)
+
 
 @dataclass
-class Summary:
-    """Aggregates results as they stream by."""
+class Summary(VerifierStats):
+    """Aggregates results as they stream by.
 
-    statuses: Counter[str] = field(default_factory=Counter)
-    error_kinds: Counter[str] = field(default_factory=Counter)
-    cached: int = 0
+    The counts over all of them (its own :class:`VerifierStats` fields), one
+    :class:`VerifierStats` per verifier, latencies and the first errors.
+    """
+
     verifiers: dict[str, VerifierStats] = field(default_factory=dict)
     latency: Reservoir = field(default_factory=Reservoir)
     sample_rewards: bool = True
@@ -88,16 +109,10 @@ class Summary:
     """The first :data:`FIRST_ERRORS` error results: line, id, kind, message (shown by
     ``score`` so a user sees *why* lines errored without opening the output)."""
 
-    @property
-    def count(self) -> int:
-        """Results counted."""
-        return sum(self.statuses.values())
-
-    def add(self, result: Result) -> None:
-        """Count one result."""
-        self.statuses[result.status] += 1
+    def add(self, result: Result, *, sample_reward: bool = False) -> None:
+        """Count one result (the overall reward is summed, never sampled)."""
+        super().add(result, sample_reward=False)
         if result.error is not None:
-            self.error_kinds[result.error.kind] += 1
             if len(self.first_errors) < FIRST_ERRORS:
                 self.first_errors.append(
                     {
@@ -107,18 +122,11 @@ class Summary:
                         "message": result.error.message[:500],
                     }
                 )
-        if result.cached:
-            self.cached += 1
         name = result.verifier or UNKNOWN
         stats = self.verifiers.get(name)
         if stats is None:
             stats = self.verifiers[name] = VerifierStats()
-        stats.statuses[result.status] += 1
-        if result.reward is not None:
-            stats.reward_sum += result.reward
-            stats.rewarded += 1
-            if self.sample_rewards:
-                stats.rewards.add(result.reward)
+        stats.add(result, sample_reward=self.sample_rewards)
         if result.error is None or result.error.kind != "bad_input":
             self.latency.add(result.duration_s)
 

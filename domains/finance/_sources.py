@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifiers.errors import BadInput, MissingDependency, VerifierError, VerifierTimeout
+from verifiers.settings import cache_dir, env_flag
 
 from ._document import Document, Table, detect_scale
 from ._numbers import Number
@@ -164,11 +165,9 @@ class PdfTableCache:
 
 
 def _default_cache_dir() -> Path | None:
-    if os.environ.get("VERIFIERS_FINANCE_PDF_CACHE", "1").lower() in ("0", "false", "no", "off"):
+    if not env_flag("VERIFIERS_FINANCE_PDF_CACHE", True):
         return None
-    root = os.environ.get("VERIFIERS_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "verifiers"
-    return base / "finance-pdf"
+    return cache_dir() / "finance-pdf"
 
 
 pdf_cache = PdfTableCache(_default_cache_dir())

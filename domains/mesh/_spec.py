@@ -14,24 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifiers.protocol import Spec
 
-__all__ = [
-    "UNIT_MM",
-    "BBox",
-    "Box",
-    "Clearance",
-    "Constraints",
-    "Count",
-    "Extents",
-    "MeshSpec",
-    "MirrorSymmetry",
-    "Obstacle",
-    "Reference",
-    "Scalar",
-    "ScriptSettings",
-    "Sphere",
-    "Thickness",
-    "Units",
-]
+# The public names are listed once, in the package's ``__all__`` (domains/mesh/__init__.py).
 
 Vec3 = Annotated[list[float], Field(min_length=3, max_length=3)]
 

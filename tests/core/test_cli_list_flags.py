@@ -4,27 +4,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(sys.executable).parent / "verifiers"
+from cli_process import run_cli
 
 
 def run(
     *args: str, env: dict[str, str] | None = None, cwd: Path
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "80", **(env or {})},
-        timeout=300,
-    )
+    return run_cli(*args, cwd=cwd, env={"COLUMNS": "80", **(env or {})}, timeout=300)
 
 
 def test_list_fits_80_columns_and_names_each_verifiers_extra(tmp_path: Path) -> None:
@@ -78,42 +68,28 @@ def test_sandbox_check_says_engine_unreachable_not_images_missing(tmp_path: Path
     assert "run `verifiers sandbox build" not in "".join(image_rows)
 
 
-def test_score_and_serve_take_the_same_flags_for_the_same_settings() -> None:
+def test_score_and_serve_take_the_same_flags_for_the_same_settings(tmp_path: Path) -> None:
+    """One reader of the shared flags (``EngineSettings.from_flags``) for both commands."""
     from verifiers.rl_adapters.server import _parser as serve_parser
+    from verifiers.rl_adapters.server import settings_from_args
 
     from verifiers.cli._main import _parser as score_parser
+    from verifiers.engine import EngineSettings
+    from verifiers.errors import InvalidSettings
 
-    shared = [
-        "--concurrency",
-        "3",
-        "--timeout",
-        "7",
-        "--retries",
-        "1",
-        "--workers",
-        "2",
-        "--sandbox",
-        "local",
-    ]
-    score = score_parser().parse_args(["score", "in.jsonl", *shared, "--no-cache"])
-    serve = serve_parser().parse_args([*shared, "--no-cache"])
-    assert (score.concurrency, score.timeout, score.retries, score.workers, score.sandbox) == (
-        3,
-        7.0,
-        1,
-        2,
-        "local",
-    )
-    assert (serve.concurrency, serve.timeout_s, serve.retries, serve.workers, serve.sandbox) == (
-        3,
-        7.0,
-        1,
-        2,
-        "local",
-    )
-    assert score.no_cache is True and serve.cache == "off"
-    assert (
-        score_parser().parse_args(["score", "x", "--timeout-s", "5"]).timeout == 5.0
-    )  # serve's old spelling
-    assert serve_parser().parse_args(["--cache-path", "/tmp/c.sqlite"]).cache == "/tmp/c.sqlite"
-    assert serve_parser().parse_args(["--timeout-s", "9"]).timeout_s == 9.0
+    shared = ["--concurrency", "3", "--timeout", "7", "--retries", "1", "--workers", "2"]
+    shared += ["--sandbox", "local", "--cache-path", str(tmp_path / "c.sqlite")]
+    score = score_parser().parse_args(["score", "in.jsonl", *shared])
+    serve = serve_parser().parse_args(shared)
+    from_score = EngineSettings.from_flags(score, cache=score.cache_path)
+    assert settings_from_args(serve).engine == from_score
+    assert (from_score.concurrency, from_score.timeout_s, from_score.retries) == (3, 7.0, 1)
+    assert (from_score.workers, from_score.sandbox) == (2, "local")
+    assert score_parser().parse_args(["score", "x", "--no-cache"]).no_cache is True
+    assert serve_parser().parse_args(["--no-cache"]).cache == "off"
+    assert score_parser().parse_args(["score", "x", "--timeout-s", "5"]).timeout_s == 5.0
+    assert serve_parser().parse_args(["--timeout-s", "9"]).timeout_s == 9.0  # old spellings
+    with pytest.raises(InvalidSettings, match="--timeout"):  # the flag, not the field, in both
+        settings_from_args(serve_parser().parse_args(["--timeout", "-1"]))
+    with pytest.raises(InvalidSettings, match="--timeout"):
+        EngineSettings.from_flags(score_parser().parse_args(["score", "x", "--timeout", "-1"]))

@@ -8,27 +8,17 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_process import SCRIPT, run_cli
 
 from verifiers import Result
 
-SCRIPT = Path(sys.executable).parent / "verifiers"
-
 
 def cli(*args: str | Path, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SCRIPT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        input=stdin,
-        env={**os.environ, "VERIFIERS_CACHE_DIR": str(cwd)},
-        timeout=300,
-    )
+    return run_cli(*args, cwd=cwd, env={"VERIFIERS_CACHE_DIR": str(cwd)}, stdin=stdin, timeout=300)
 
 
 def exact(ident: str, answer: str = "4") -> str:

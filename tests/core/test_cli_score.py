@@ -10,26 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import SCRIPT, run_cli
 
 from verifiers import Result
 from verifiers.cli import main
 
-SCRIPT = Path(sys.executable).parent / "verifiers"
-
-
-def cli(
-    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, **(env or {})}
-    full_env.setdefault("VERIFIERS_CACHE_DIR", str(cwd or Path.cwd()))
-    return subprocess.run(
-        [str(SCRIPT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=full_env,
-        timeout=120,
-    )
+cli = run_cli
 
 
 def exact(ident: str, completion: str, reference: str) -> str:

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+from concurrency_probe import Probe
 
 import verifiers
 from verifiers import (
@@ -37,16 +38,11 @@ class DelaySpec(Spec):
 class Delay(Verifier[DelaySpec]):
     Spec = DelaySpec
     cacheable = False
-    active = 0
-    peak = 0
+    probe = Probe()
 
     async def verify(self, trajectory: Trajectory, spec: DelaySpec, ctx: VerifierContext) -> Result:
-        type(self).active += 1
-        type(self).peak = max(type(self).peak, type(self).active)
-        try:
+        with self.probe.held():
             await asyncio.sleep(spec.delay)
-        finally:
-            type(self).active -= 1
         return Result.scored(spec.reward, feedback=f"delay {spec.delay}")
 
 
@@ -140,7 +136,7 @@ def _worker_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_results_come_back_in_input_order_while_running_concurrently() -> None:
-    Delay.peak = 0
+    Delay.probe.reset()
     delays = [0.2, 0.0, 0.1, 0.05, 0.0, 0.15] * 4
     items = [item("test.delay", i, delay=d, reward=0.5) for i, d in enumerate(delays)]
     started = time.perf_counter()
@@ -148,7 +144,7 @@ def test_results_come_back_in_input_order_while_running_concurrently() -> None:
     elapsed = time.perf_counter() - started
     assert [r.id for r in results] == [str(i) for i in range(len(delays))]
     assert all(r.status == "fail" and r.reward == 0.5 for r in results)
-    assert Delay.peak == 6  # bounded, and actually concurrent
+    assert Delay.probe.peak == 6  # bounded, and actually concurrent
     assert elapsed < sum(delays) / 2
 
 

@@ -3,6 +3,8 @@
 - a bad item is worded the same whether it came from a file line or from Python;
 - nothing a trajectory holds raises out of ``Engine.stream`` (it becomes that item's error);
 - the input line reaches ``ctx.line`` and every error result's ``error.line`` from the engine;
+- ``id``, ``cached`` and ``duration_s`` are the engine's stamp alone: a cache hit is marked
+  by the engine (the cache returns what was put), and a verifier cannot forge either;
 - ``SyncEngine`` scores from threads and event loops, and its machine-wide limit holds across
   engines that share a key.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from concurrency_probe import Probe
 
 from verifiers import (
     Engine,
@@ -36,6 +39,7 @@ from verifiers.io import InputRecord, iter_records, parse_line
 class LineSpec(Spec):
     fail: str = ""
     delay: float = 0.0
+    forge: bool = False
 
 
 @register("test.line")
@@ -44,24 +48,30 @@ class SeesLine(Verifier[LineSpec]):
 
     Spec = LineSpec
     cacheable = False
-    active = 0
-    peak = 0
-    lock = threading.Lock()
+    probe = Probe()
 
     async def verify(self, trajectory: Trajectory, spec: LineSpec, ctx: VerifierContext) -> Result:
-        with self.lock:
-            type(self).active += 1
-            type(self).peak = max(type(self).peak, type(self).active)
-        try:
+        with self.probe.held():
             await asyncio.sleep(spec.delay)
-        finally:
-            with self.lock:
-                type(self).active -= 1
         if spec.fail == "infra":
             raise InfraError("flaky provider")
         if spec.fail == "value":
             raise ValueError("verifier bug")
-        return Result.scored(1.0, details={"line": ctx.line})
+        result = Result.scored(1.0, details={"line": ctx.line})
+        if spec.forge:  # what only the engine may say: an id and a cache hit
+            return result.model_copy(update={"id": "forged", "cached": True, "duration_s": 0.0})
+        return result
+
+
+@register("test.stamped")
+class Stamped(Verifier[LineSpec]):
+    """A cacheable verdict that takes a measurable time."""
+
+    Spec = LineSpec
+
+    async def verify(self, trajectory: Trajectory, spec: LineSpec, ctx: VerifierContext) -> Result:
+        await asyncio.sleep(spec.delay)
+        return Result.failed("wrong", reward=0.25)
 
 
 def _task(**spec: Any) -> dict[str, Any]:
@@ -206,7 +216,7 @@ def test_sync_engine_scores_from_threads_and_from_a_running_loop() -> None:
 def test_machine_concurrency_holds_across_engines_sharing_a_key(tmp_path: Path) -> None:
     key = f"test-{time.monotonic_ns()}"
     slow = {"completion": "x", "task": _task(delay=0.05)}
-    SeesLine.peak = 0
+    SeesLine.probe.reset()
     settings = EngineSettings(sandbox="none", concurrency=4)
     engines = [SyncEngine(settings, machine_concurrency=1, machine_key=key) for _ in range(2)]
     try:
@@ -218,8 +228,33 @@ def test_machine_concurrency_holds_across_engines_sharing_a_key(tmp_path: Path) 
     finally:
         for e in engines:
             e.close()
-    assert SeesLine.peak == 1  # 8 items, 2 engines x concurrency 4, one machine-wide slot
-    SeesLine.peak = 0
+    assert SeesLine.probe.peak == 1  # 8 items, 2 engines x concurrency 4, one machine-wide slot
+    SeesLine.probe.reset()
     with SyncEngine(settings) as free:
         free.score([slow] * 4)
-    assert SeesLine.peak > 1  # without the limit the same items overlap
+    assert SeesLine.probe.peak > 1  # without the limit the same items overlap
+
+
+def test_cached_and_id_are_stamped_by_the_engine_alone(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    stamped = {"completion": "x", "task": {"verifier": "test.stamped", "spec": {"delay": 0.05}}}
+    with SyncEngine(EngineSettings(cache=path)) as engine:
+        first, forged = engine.score(
+            [{"id": "s1", **stamped}, {"id": "f", "completion": "x", "task": _task(forge=True)}]
+        )
+        (second,) = engine.score([{"id": "s2", **stamped}])  # same content: a hit
+    assert (first.id, first.cached) == ("s1", False) and first.duration_s is not None
+    assert (second.id, second.cached) == ("s2", True)
+    assert first.duration_s >= 0.05 and second.duration_s > 0.0  # measured here, hit or not
+    assert (forged.id, forged.cached) == ("f", False)
+    assert forged.duration_s is not None and forged.duration_s > 0.0
+
+
+def test_the_fold_of_checks_keeps_its_old_name() -> None:
+    from verifiers import compose
+    from verifiers.types import Check, Task
+
+    assert compose.combine is compose.fold_checks  # the old import path keeps working
+    task = Task(checks=[Check(verifier="a"), Check(verifier="b")], combine="min")
+    folded = compose.fold_checks(task, [Result.scored(1.0), Result.failed("no", reward=0.25)])
+    assert (folded.status, folded.reward) == ("fail", 0.25)

@@ -11,10 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_process import run_cli
 
 from verifiers import Result
-
-SCRIPT = Path(sys.executable).parent / "verifiers"
 
 PYPROJECT = """
 [build-system]
@@ -117,17 +116,10 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def cli(*args: str | Path, site: Path | None, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "VERIFIERS_CACHE_DIR": str(cwd)}
+    env = {"VERIFIERS_CACHE_DIR": str(cwd)}
     if site is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [str(SCRIPT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    return run_cli(*args, cwd=cwd, env=env)
 
 
 def test_list_shows_plugin_verifiers_and_broken_plugins(plugin_site: Path, tmp_path: Path) -> None:

@@ -9,21 +9,19 @@ text from the scored file (feedback is model output) stays text, never markup or
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_process import run_cli
 
 from verifiers import Result
 from verifiers.io import ResultWriter
 from verifiers.report import ROWS_PER_STATUS, build_report, write_report
 
-SCRIPT = Path(sys.executable).parent / "verifiers"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,36 +184,17 @@ def test_cli_report_from_a_real_run(tmp_path: Path) -> None:
     ]
     src.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{broken\n")
     out = tmp_path / "s.jsonl"
-    env = {**os.environ, "VERIFIERS_CACHE_DIR": str(tmp_path)}
-    run = subprocess.run(
-        [str(SCRIPT), "score", str(src), "-o", str(out), "-q"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = run_cli("score", src, "-o", out, "-q", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     html = tmp_path / "r.html"
-    proc = subprocess.run(
-        [str(SCRIPT), "report", str(out), "--html", str(html)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_cli("report", out, "--html", html, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     text = html.read_text()
     assert "did you mean" in text and "not valid JSON" in text
     assert "answer.exact@1" in text
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    proc = subprocess.run(
-        [str(SCRIPT), "report", str(empty), "--html", str(html)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_cli("report", empty, "--html", html, cwd=tmp_path)
     assert proc.returncode == 1 and "holds no results" in proc.stderr
 
 

@@ -47,6 +47,13 @@ def _env(site: Path, tmp: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, "VERIFIERS_CACHE_DIR": str(tmp)}
 
 
+def _run_at_root(argv: list[str], site: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+    """``argv`` run at the repository root with only the wheel providing verifiers."""
+    return subprocess.run(
+        argv, cwd=REPO, env=_env(site, tmp), capture_output=True, text=True, timeout=300
+    )
+
+
 def _statuses(lines: list[str]) -> Counter[str]:
     return Counter(json.loads(line)["status"] for line in lines if line.strip())
 
@@ -56,14 +63,8 @@ def test_cli_score_from_the_repository_root(wheel_site: Path, tmp_path: Path) ->
     script = [PYTHON, "-c", "import sys; from verifiers.cli import run; sys.exit(run())"]
     # -c puts '' first like a REPL would, so drop it: the console script has its bin dir there.
     script[2] = "import sys; sys.path.pop(0); from verifiers.cli import run; sys.exit(run())"
-    proc = subprocess.run(
-        [*script, "score", MESH, "--no-cache", "--sandbox", "none", "-q", "-o", str(out)],
-        cwd=REPO,
-        env=_env(wheel_site, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    score = [*script, "score", MESH, "--no-cache", "--sandbox", "none", "-q", "-o", str(out)]
+    proc = _run_at_root(score, wheel_site, tmp_path)
     assert proc.returncode == 0, proc.stderr
     rows = out.read_text().splitlines()
     assert "verifiers.domains" not in out.read_text()
@@ -78,14 +79,7 @@ def test_python_api_in_a_repl_at_the_repository_root(wheel_site: Path, tmp_path:
         " cache=False):\n"
         "    print(r.model_dump_json())\n"
     )
-    proc = subprocess.run(
-        [PYTHON, "-c", code],
-        cwd=REPO,
-        env=_env(wheel_site, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _run_at_root([PYTHON, "-c", code], wheel_site, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "verifiers.domains" not in proc.stdout
     assert _statuses(proc.stdout.splitlines()) == Counter({"fail": 3, "pass": 2})

@@ -67,3 +67,60 @@ def test_the_docs_table_is_generated_from_the_registry() -> None:
 def test_reading_an_undeclared_variable_is_refused() -> None:
     with pytest.raises(KeyError, match="not a declared setting"):
         env("VERIFIERS_" + "NOT_DECLARED")  # spelt in two: not a mention
+
+
+_DIRECT_READ = re.compile(r"""(?:environ(?:\.get)?\s*[\[(]|getenv\s*\()\s*f?["']VERIFIERS_""")
+NOT_YET_THROUGH_THE_ACCESSORS = (
+    # Read in their own modules until their owners move them to verifiers.settings (issue 20).
+    "benchmarks/",
+    "domains/code/",
+    "domains/godot/",
+    "domains/render/",
+    "rl_adapters/",
+    "sandbox/",
+    "tests/",
+)
+"""Folders whose ``VERIFIERS_*`` reads are not yet through :mod:`verifiers.settings`; code that
+runs inside a sandbox and reads its own protocol variables is not a setting and may stay."""
+
+
+def test_the_core_and_its_domains_read_variables_only_through_the_settings_module() -> None:
+    direct = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if any(part in _SKIP_DIRS for part in path.parts) or relative == "verifiers/settings.py":
+            continue
+        if relative.startswith(NOT_YET_THROUGH_THE_ACCESSORS):
+            continue
+        text = path.read_text(encoding="utf-8")
+        direct += [f"{relative}: {m.group(0)}" for m in _DIRECT_READ.finditer(text)]
+    assert not direct, (
+        f"VERIFIERS_* read around verifiers.settings: {direct}; use settings.env / env_flag / "
+        "cache_dir (add an accessor there if none fits)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(None, True), ("", True), ("0", False), ("off", False), ("NO", False), ("yes", True)],
+)
+def test_an_on_off_variable_is_read_by_one_rule(
+    raw: str | None, expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifiers.settings import env_flag
+
+    name = "VERIFIERS_FINANCE_PDF_CACHE"
+    if raw is None:
+        monkeypatch.delenv(name, raising=False)
+    else:
+        monkeypatch.setenv(name, raw)
+    assert env_flag(name, True) is expected
+
+
+def test_an_on_off_typo_is_an_error_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifiers.errors import InvalidSettings
+    from verifiers.settings import env_flag
+
+    monkeypatch.setenv("VERIFIERS_FINANCE_PDF_CACHE", "flase")
+    with pytest.raises(InvalidSettings, match="VERIFIERS_FINANCE_PDF_CACHE='flase'"):
+        env_flag("VERIFIERS_FINANCE_PDF_CACHE", True)

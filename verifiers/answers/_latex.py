@@ -754,7 +754,13 @@ class Piece:
 
 def _split_top(text: str, seps: str) -> list[str]:
     """Split at ``seps`` characters that are not inside brackets."""
+    return _split_top_at(text, seps)[0]
+
+
+def _split_top_at(text: str, seps: str) -> tuple[list[str], list[str]]:
+    """``(parts, separators)``: ``text`` split at ``seps`` characters outside brackets."""
     parts: list[str] = []
+    found: list[str] = []
     depth = 0
     start = 0
     for index, char in enumerate(text):
@@ -762,26 +768,40 @@ def _split_top(text: str, seps: str) -> list[str]:
             depth += 1
         elif char in ")]}":
             depth -= 1
-        elif char in seps and depth == 0:
+        elif depth == 0 and char in seps:
             parts.append(text[start:index])
+            found.append(char)
             start = index + 1
     parts.append(text[start:])
-    return parts
+    return parts, found
 
 
 def _wrapped(text: str, left: str, right: str) -> bool:
     """``text`` is one bracketed group from its first to its last character."""
     if not (text.startswith(left) and text.endswith(right)):
         return False
-    depth = 0
+    closed_at = _bracket_walk(text)[0]
+    return closed_at is None or closed_at == len(text) - 1
+
+
+def _bracket_walk(text: str) -> tuple[int | None, int, int]:
+    """``(first index where a closing bracket returns to depth 0, lowest depth, final depth)``.
+
+    One pass over ``text`` serving :func:`_wrapped` and :func:`_balanced`.
+    """
+    closed_at: int | None = None
+    lowest = depth = 0
     for index, char in enumerate(text):
         if char in "([{":
             depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0 and index != len(text) - 1:
-                return False
-    return True
+            continue
+        if char not in ")]}":
+            continue
+        depth -= 1
+        lowest = min(lowest, depth)
+        if depth == 0 and closed_at is None:
+            closed_at = index
+    return closed_at, lowest, depth
 
 
 _THOUSANDS = re.compile(r"^\s*-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*$")
@@ -946,15 +966,7 @@ def _solutions(text: str, units: bool) -> Piece:
 
 
 def _has_top(text: str, chars: str) -> bool:
-    depth = 0
-    for char in text:
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0 and char in chars:
-            return True
-    return False
+    return bool(_split_top_at(text, chars)[1])
 
 
 def _single(text: str, units: bool) -> Piece:
@@ -996,20 +1008,7 @@ def _single(text: str, units: bool) -> Piece:
 
 def _relation(text: str, units: bool) -> Piece:
     """``a < b``, ``-2 ≤ x ≤ 7``, ``x ≠ 3``: a chain of sides and relations."""
-    sides: list[str] = []
-    ops: list[str] = []
-    depth = 0
-    start = 0
-    for index, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0 and char in _RELATIONS:
-            sides.append(text[start:index])
-            ops.append(char)
-            start = index + 1
-    sides.append(text[start:])
+    sides, ops = _split_top_at(text, _RELATIONS)
     if any(not side.strip() for side in sides) or len(sides) > 4:
         raise MathParseError("a relation needs a value on each side")
     if any("=" in side for side in sides):
@@ -1094,15 +1093,8 @@ _CLOCK = re.compile(r"^\s*\d{1,2}\s*:\s*0{2}\s*$")
 
 
 def _balanced(text: str) -> bool:
-    depth = 0
-    for char in text:
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
+    _, lowest, depth = _bracket_walk(text)
+    return lowest >= 0 and depth == 0
 
 
 # -- tokens -> Python expression ---------------------------------------------------------

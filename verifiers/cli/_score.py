@@ -62,9 +62,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "the default when IN is -)",
     )
     p.add_argument("--concurrency", type=int, metavar="N", help="items verified at once")
-    p.add_argument(
-        "--timeout", "--timeout-s", type=float, metavar="S", help="per-item deadline in seconds"
-    )
+    timeout = {"dest": "timeout_s", "type": float, "metavar": "S"}
+    p.add_argument("--timeout", "--timeout-s", help="per-item deadline in seconds", **timeout)
     p.add_argument("--retries", type=int, metavar="N", help="extra attempts for infra errors")
     p.add_argument("--workers", type=int, metavar="N", help="worker processes for heavy checks")
     p.add_argument(
@@ -248,28 +247,7 @@ def _settings(args: argparse.Namespace) -> EngineSettings:
     fail_fast = args.fail_fast_after
     if fail_fast is None and env("VERIFIERS_FAIL_FAST_AFTER") is None:
         fail_fast = FAIL_FAST_AFTER
-    return EngineSettings.from_env(
-        labels=_FLAGS,
-        fail_fast_after=fail_fast,
-        concurrency=args.concurrency,
-        timeout_s=args.timeout,
-        retries=args.retries,
-        workers=args.workers,
-        sandbox=args.sandbox,
-        cache=cache,
-    )
-
-
-_FLAGS = {
-    "concurrency": "--concurrency",
-    "timeout_s": "--timeout",
-    "retries": "--retries",
-    "workers": "--workers",
-    "sandbox": "--sandbox",
-    "cache": "--cache-path",
-    "fail_fast_after": "--fail-fast-after",
-}
-"""Settings named as the flag that set them, in error lines."""
+    return EngineSettings.from_flags(args, fail_fast_after=fail_fast, cache=cache)
 
 
 class _Progress:

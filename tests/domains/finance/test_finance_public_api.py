@@ -3,40 +3,42 @@ from __future__ import annotations
 from pathlib import Path
 
 import verifiers.domains.finance as finance
+from api_pins import assert_pinned, heavy_imports
 
 from verifiers.registry import get_verifier
 
 
 def test_all_is_pinned() -> None:
-    assert sorted(finance.__all__) == [
-        "AnswerModel",
-        "Document",
-        "FinanceSpec",
-        "FormulaCrossCheck",
-        "FormulaError",
-        "FormulaLimits",
-        "FormulaRejected",
-        "Number",
-        "Reference",
-        "Table",
-        "answer_json_schema",
-        "evaluate",
-        "extract_tables",
-        "find_answer",
-        "judge",
-        "load_document",
-        "parse_formula",
-        "parse_number",
-        "parse_program",
-        "pdf_cache",
-        "read_answer",
-        "run_program",
-        "split_multiline_rows",
-        "synth",
-        "tatqa",
-    ]
-    for name in finance.__all__:
-        assert hasattr(finance, name)
+    assert_pinned(
+        finance,
+        [
+            "AnswerModel",
+            "Document",
+            "FinanceSpec",
+            "FormulaCrossCheck",
+            "FormulaError",
+            "FormulaLimits",
+            "FormulaRejected",
+            "Number",
+            "Reference",
+            "Table",
+            "answer_json_schema",
+            "evaluate",
+            "extract_tables",
+            "find_answer",
+            "judge",
+            "load_document",
+            "parse_formula",
+            "parse_number",
+            "parse_program",
+            "pdf_cache",
+            "read_answer",
+            "run_program",
+            "split_multiline_rows",
+            "synth",
+            "tatqa",
+        ],
+    )
 
 
 def test_registered_under_its_name() -> None:
@@ -44,16 +46,8 @@ def test_registered_under_its_name() -> None:
 
 
 def test_import_stays_light() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, verifiers.domains.finance; "
-        "heavy = [m for m in ('pdfplumber', 'pdfminer', 'reportlab', 'pandas', 'sympy', 'lxml') if m in sys.modules]; "
-        "print(','.join(heavy))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    heavy = ("pdfplumber", "pdfminer", "reportlab", "pandas", "sympy", "lxml")
+    assert heavy_imports(["verifiers.domains.finance"], heavy) == []
 
 
 def test_docs_carry_the_current_schema(repo_root: Path) -> None:

@@ -62,13 +62,18 @@ def test_wrong_row_names_the_closest() -> None:
     assert "closest: 'Total sales'" in result.feedback
 
 
-def test_uncited_operand_may_be_anywhere_and_parenthesised() -> None:
-    answer = {
+def _uncited_difference(scale: str, first: str, second: str) -> dict[str, Any]:
+    """1,496.5 - 1,003.2 = 493.3 in ``scale``, both operands uncited."""
+    return {
         "answer": 493.3,
-        "scale": "million",
-        "formula": "sales - cost",
-        "operands": {"sales": {"value": "1,496.5"}, "cost": {"value": "1,003.2"}},
+        "scale": scale,
+        "formula": f"{first} - {second}",
+        "operands": {first: {"value": "1,496.5"}, second: {"value": "1,003.2"}},
     }
+
+
+def test_uncited_operand_may_be_anywhere_and_parenthesised() -> None:
+    answer = _uncited_difference("million", "sales", "cost")
     result = score_one(item(answer, reference={"answer": 493.3, "scale": "million"}))
     assert result.status == "pass", result.feedback
     strict = score_one(item(answer, spec={"grounding_sign": "exact"}))
@@ -92,12 +97,7 @@ def test_percent_fraction_confusion_is_reported_and_configurable() -> None:
 
 
 def test_scale_confusion_and_sign() -> None:
-    answer = {
-        "answer": 493.3,
-        "scale": "thousand",
-        "formula": "a - b",
-        "operands": {"a": {"value": "1,496.5"}, "b": {"value": "1,003.2"}},
-    }
+    answer = _uncited_difference("thousand", "a", "b")
     result = score_one(item(answer, reference={"answer": 493.3, "scale": "million"}))
     assert result.components == {"grounding": 1.0, "consistency": 1.0, "correct": 0.0}
     assert "factor of 1,000" in result.feedback

@@ -261,55 +261,24 @@ def example_lines() -> list[dict[str, Any]]:
 
     spec = {"source": "artifact", "artifact": "mesh", "constraints": CUBE_CONSTRAINTS}
     reference = {"mesh": art(good), "chamfer_max": 1.0, "iou_min": 0.9}
+    rows = [
+        ("mesh-cube-hole-pass", spec, None, good, "pass", 1.0),
+        ("mesh-cube-no-hole", spec, None, box, "fail", 7 / 10),
+        ("mesh-cube-open", spec, None, open_top, "fail", 0.0),
+        ("mesh-reference-match", {"constraints": {"genus": 1}}, reference, good, "pass", 1.0),
+        ("mesh-reference-mismatch", {"constraints": {"genus": 1}}, reference, box, "fail", 1 / 3),
+    ]
     return [
         {
-            "id": "mesh-cube-hole-pass",
+            "id": ident,
             "prompt": CUBE_PROMPT,
             "completion": "Saved the part to part.stl.",
-            "task": {"verifier": "mesh.constraints", "spec": spec},
-            "artifacts": {"mesh": art(good)},
-            "metadata": {"expected": {"status": "pass", "reward": 1.0}},
-        },
-        {
-            "id": "mesh-cube-no-hole",
-            "prompt": CUBE_PROMPT,
-            "completion": "Saved the part to part.stl.",
-            "task": {"verifier": "mesh.constraints", "spec": spec},
-            "artifacts": {"mesh": art(box)},
-            "metadata": {"expected": {"status": "fail", "reward": 7 / 10}},
-        },
-        {
-            "id": "mesh-cube-open",
-            "prompt": CUBE_PROMPT,
-            "completion": "Saved the part to part.stl.",
-            "task": {"verifier": "mesh.constraints", "spec": spec},
-            "artifacts": {"mesh": art(open_top)},
-            "metadata": {"expected": {"status": "fail", "reward": 0.0}},
-        },
-        {
-            "id": "mesh-reference-match",
-            "prompt": CUBE_PROMPT,
-            "completion": "Saved the part to part.stl.",
-            "task": {
-                "verifier": "mesh.constraints",
-                "spec": {"constraints": {"genus": 1}},
-                "reference": reference,
-            },
-            "artifacts": {"mesh": art(good)},
-            "metadata": {"expected": {"status": "pass", "reward": 1.0}},
-        },
-        {
-            "id": "mesh-reference-mismatch",
-            "prompt": CUBE_PROMPT,
-            "completion": "Saved the part to part.stl.",
-            "task": {
-                "verifier": "mesh.constraints",
-                "spec": {"constraints": {"genus": 1}},
-                "reference": reference,
-            },
-            "artifacts": {"mesh": art(box)},
-            "metadata": {"expected": {"status": "fail", "reward": 1 / 3}},
-        },
+            "task": {"verifier": "mesh.constraints", "spec": task_spec}
+            | ({} if task_reference is None else {"reference": task_reference}),
+            "artifacts": {"mesh": art(mesh)},
+            "metadata": {"expected": {"status": status, "reward": reward}},
+        }
+        for ident, task_spec, task_reference, mesh, status, reward in rows
     ]
 
 

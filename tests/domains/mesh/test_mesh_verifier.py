@@ -11,36 +11,12 @@ from typing import Any
 
 import pytest
 import trimesh
-import verifiers.domains.mesh as mesh_pkg
 from pydantic import ValidationError
 from verifiers.domains.mesh import MeshConstraints, MeshSpec
 from verifiers.sandbox import ExecResult, FakeCall, FakeProvider
 
 import verifiers
 from verifiers import Trajectory, VerifierContext
-
-
-def test_public_names_are_pinned() -> None:
-    assert sorted(mesh_pkg.__all__) == sorted(
-        [
-            "FORMATS",
-            "BBox",
-            "Clearance",
-            "Constraints",
-            "Count",
-            "Extents",
-            "MeshConstraints",
-            "MeshSpec",
-            "MirrorSymmetry",
-            "Obstacle",
-            "Reference",
-            "Scalar",
-            "ScriptSettings",
-            "Thickness",
-            "Units",
-        ]
-    )
-    assert verifiers.get_verifier("mesh.constraints") is MeshConstraints
 
 
 def test_issue_spec_shape_validates() -> None:
@@ -89,11 +65,20 @@ def test_bad_specs_are_rejected(constraints: dict[str, Any]) -> None:
         MeshSpec.model_validate({"constraints": constraints})
 
 
+def _mesh_item(path: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A ``mesh.constraints`` trajectory judging the file ``path`` with ``spec``."""
+    task = {"verifier": "mesh.constraints", "spec": spec}
+    return {"completion": "", "task": task, "artifacts": {"mesh": {"path": path}}, **extra}
+
+
 def _run(traj: dict[str, Any], base: Path, provider: Any = None) -> verifiers.Result:
     t = Trajectory.model_validate(traj)
     spec = MeshSpec.model_validate(t.task.spec or {})
     ctx = VerifierContext(deadline=time.monotonic() + 60, base_dir=base, sandboxes=provider)
-    return asyncio.run(MeshConstraints().verify(t, spec, ctx))
+    try:
+        return asyncio.run(MeshConstraints().verify(t, spec, ctx))
+    finally:
+        ctx.cleanup()  # as the engine does: inline artifacts' temp files go with the item
 
 
 @pytest.mark.parametrize("fmt", ["stl", "obj", "ply", "glb", "off"])
@@ -115,22 +100,14 @@ def test_every_format_loads_inline(tmp_path: Path, fmt: str) -> None:
 
 def test_unknown_format_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "part.step").write_bytes(b"ISO-10303-21;")
-    traj = {
-        "completion": "",
-        "task": {"verifier": "mesh.constraints"},
-        "artifacts": {"mesh": {"path": "part.step"}},
-    }
+    traj = _mesh_item("part.step", {})
     with pytest.raises(verifiers.BadInput, match="spec.format"):
         _run(traj, tmp_path)
 
 
 def test_oversized_file_fails_without_parsing(tmp_path: Path) -> None:
     (tmp_path / "big.stl").write_bytes(b"\0" * 5000)
-    traj = {
-        "completion": "",
-        "task": {"verifier": "mesh.constraints", "spec": {"max_file_bytes": 1000}},
-        "artifacts": {"mesh": {"path": "big.stl"}},
-    }
+    traj = _mesh_item("big.stl", {"max_file_bytes": 1000})
     r = _run(traj, tmp_path)
     assert r.status == "fail" and "over the 1000-byte limit" in r.feedback
 
@@ -138,22 +115,14 @@ def test_oversized_file_fails_without_parsing(tmp_path: Path) -> None:
 def test_binary_stl_face_budget_is_checked_before_parsing(tmp_path: Path) -> None:
     sphere = trimesh.creation.icosphere(subdivisions=3)
     (tmp_path / "s.stl").write_bytes(sphere.export(file_type="stl"))
-    traj = {
-        "completion": "",
-        "task": {"verifier": "mesh.constraints", "spec": {"max_load_faces": 100}},
-        "artifacts": {"mesh": {"path": "s.stl"}},
-    }
+    traj = _mesh_item("s.stl", {"max_load_faces": 100})
     r = _run(traj, tmp_path)
     assert r.status == "fail" and "1280 faces, more than the 100" in r.feedback
 
 
 def test_unknown_constraints_are_bad_input(shared_data: Path) -> None:
     # Strict specs (issue 19): a misspelt constraint must not silently go unchecked.
-    traj = {
-        "completion": "",
-        "task": {"verifier": "mesh.constraints", "spec": {"constraints": {"volumee": 1}}},
-        "artifacts": {"mesh": {"path": "unit_cube.STL"}},
-    }
+    traj = _mesh_item("unit_cube.STL", {"constraints": {"volumee": 1}})
     [r] = verifiers.score([traj], base_dir=shared_data / "meshes", sandbox="none")
     assert r.status == "error" and r.error is not None and r.error.kind == "bad_input"
     assert "unknown key 'volumee' (did you mean 'volume'?)" in r.error.message
@@ -161,20 +130,8 @@ def test_unknown_constraints_are_bad_input(shared_data: Path) -> None:
 
 def test_worker_process_hop_and_memory_limit(shared_data: Path) -> None:
     base = shared_data / "meshes"
-    item = {
-        "id": "torus",
-        "completion": "",
-        "task": {"verifier": "mesh.constraints", "spec": {"constraints": {"genus": 1}}},
-        "artifacts": {"mesh": {"path": "torus.STL"}},
-    }
-    starved = {
-        **item,
-        "id": "starved",
-        "task": {
-            "verifier": "mesh.constraints",
-            "spec": {"constraints": {"genus": 1}, "memory_mb": 64},
-        },
-    }
+    item = _mesh_item("torus.STL", {"constraints": {"genus": 1}}, id="torus")
+    starved = _mesh_item("torus.STL", {"constraints": {"genus": 1}, "memory_mb": 64}, id="starved")
     ok, oom = verifiers.score([item, starved], sandbox="none", base_dir=str(base), workers=1)
     assert ok.status == "pass" and ok.details["stats"]["genus"] == 1
     # A job past its memory limit is an error (the verifier could not judge), never a 0.
@@ -239,23 +196,12 @@ def test_costly_analysis_is_the_models_fail_and_a_starved_worker_abstains(tmp_pa
     ``error`` (machine-caused), never a score."""
     trimesh.creation.icosphere(subdivisions=6, radius=10.0).export(tmp_path / "ball.ply")
     heavy = {"min_thickness": 1.0, "mirror_symmetry": {"plane": "yz", "tol": 0.01}}
-    costly = {
-        "id": "costly",
-        "completion": "",
-        "task": {
-            "verifier": "mesh.constraints",
-            "spec": {"constraints": heavy, "cpu_budget_s": 0.05, "timeout_s": 300},
-        },
-        "artifacts": {"mesh": {"path": "ball.ply"}},
-    }
-    walled = {
-        **costly,
-        "id": "walled",
-        "task": {
-            "verifier": "mesh.constraints",
-            "spec": {"constraints": heavy, "cpu_budget_s": 300, "timeout_s": 0.05},
-        },
-    }
+    costly = _mesh_item(
+        "ball.ply", {"constraints": heavy, "cpu_budget_s": 0.05, "timeout_s": 300}, id="costly"
+    )
+    walled = _mesh_item(
+        "ball.ply", {"constraints": heavy, "cpu_budget_s": 300, "timeout_s": 0.05}, id="walled"
+    )
     fail, error = verifiers.score([costly, walled], sandbox="none", base_dir=str(tmp_path))
     assert fail.status == "fail" and fail.reward == 0.0, (fail.status, fail.error)
     assert "CPU-second budget" in fail.feedback
