@@ -373,6 +373,9 @@ class Runner:
         self.python_real = os.path.realpath(sys.executable)
         self._is_us: dict[tuple[str, str], bool] = {}
         self.ancestors = self._ancestors()
+        self.launcher: _Launcher | None = None
+        self.launcher_ok = bool(config.get("launcher", True)) and self.is_root and self.job_uid != 0
+        """Whether non-python jobs may start through a :class:`_Launcher` (``posix_spawn``)."""
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -780,17 +783,19 @@ class Runner:
         started = time.monotonic()
         fast = self.fast_python(argv, env)
         pid = self._spawn_fast(fast, env, cwd, limits, timeout, in_r, out_w, err_w) if fast else 0
+        via = self.zygote if pid else None
         if pid == 0:
             fast = None
+            pid = self._spawn_launched(argv, env, cwd, limits, timeout, in_r, out_w, err_w)
+            via = self.launcher.sock if pid and self.launcher is not None else None
+        if pid == 0:
             pid = os.fork()
             if pid == 0:  # child: never returns
                 self._child(argv, env, cwd, limits, timeout, in_r, out_w, err_w)
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         deadline = started + timeout
-        result = self._supervise(
-            pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, fast is not None
-        )
+        result = self._supervise(pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, via)
         duration = time.monotonic() - started
         cgroup_oom, cgroup_left = self.release_job_cgroups(job_cgroups)
         result["leftover"] = max(0, int(result["leftover"])) + cgroup_left
@@ -905,6 +910,23 @@ class Runner:
                 handle.write("1000")
         except OSError:
             pass
+        _set_rlimits(self.rlimits(limits, timeout, base_vm))
+        for procs in limits.get("cgroup_procs") or ():
+            with open(str(procs), "w") as handle:  # joins the job's own cgroup
+                handle.write(str(os.getpid()))
+        if self.seccomp is not None and not self.seccomp.install():
+            raise OSError(errno.EPERM, "the job's seccomp filter was refused")
+        if self.is_root:
+            os.setgroups([])
+            os.setgid(self.job_gid)
+            os.setuid(self.job_uid)
+        os.umask(0o022)
+        os.chdir(cwd)
+
+    def rlimits(
+        self, limits: dict[str, Any], timeout: float, base_vm: int
+    ) -> tuple[tuple[int, int], ...]:
+        """The job's rlimits as ``(resource, value)`` pairs (soft = hard = value)."""
         memory = (int(limits.get("memory_mb", 512)) << 20) + base_vm
         cpu = limits.get("cpu_s")
         cpu_s = int(float(cpu) + 0.999) if cpu is not None else int(timeout) + 1
@@ -918,24 +940,110 @@ class Runner:
             settings.append((resource.RLIMIT_AS, memory))
         if self.nproc:
             settings.append((resource.RLIMIT_NPROC, int(limits.get("pids", 64))))
-        for which, value in settings:
+        return tuple(settings)
+
+    # .. launcher: non-python jobs by posix_spawn ...........................................
+
+    def _spawn_launched(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        limits: dict[str, Any],
+        timeout: float,
+        in_r: int,
+        out_w: int,
+        err_w: int,
+    ) -> int:
+        """Have the launcher ``posix_spawn`` the job; its pid, or 0: fork it here instead.
+
+        The launcher (see :class:`_Launcher`) already holds everything a job inherits (the
+        rlimits of this limits profile, seccomp, no new privileges, ``oom_score_adj``, no
+        groups, umask); it enters the job's cgroups, takes the job uid as its real uid for
+        the spawn only and spawns with ``setsid`` and default signals. Anything it cannot do
+        exactly as the fork path would (a command that does not exec, a cwd the job uid
+        cannot enter, a large spec) comes back as 0 and the fork path runs the job, with
+        its own error reporting.
+        """
+        if not self.launcher_ok:
+            return 0
+        profile = self.rlimits(limits, timeout, self.preload_vm)
+        for which, value in profile:
+            if which == resource.RLIMIT_AS and value < _vm_size() + (64 << 20):
+                return 0  # too tight for a copy of this process to run the spawn in
+        launcher = self.launcher
+        if launcher is not None and launcher.profile != profile:
+            self.retire_launcher()
+            launcher = None
+        if launcher is None:
+            launcher = self.launcher = self._start_launcher(profile)
+            if launcher is None:
+                return 0
+        spec = json.dumps(
+            {"argv": argv, "env": env, "cwd": cwd, "procs": limits.get("cgroup_procs") or []}
+        ).encode("utf-8")
+        if len(spec) > _LAUNCH_SPEC_MAX:
+            return 0
+        try:
+            # A job may have stopped it in the instant it ran as the job's uid; never wait.
+            os.kill(launcher.pid, signal.SIGCONT)
+            socket.send_fds(launcher.sock, [spec], [in_r, out_w, err_w])
+            ready, _, _ = select.select([launcher.sock], [], [], _LAUNCH_REPLY_S)
+            reply = launcher.sock.recv(4) if ready else b""
+        except OSError:
+            reply = b""
+        if len(reply) != 4:
+            self.retire_launcher()
+            return 0
+        return int(struct.unpack(">i", reply)[0])
+
+    def _start_launcher(self, profile: tuple[tuple[int, int], ...]) -> _Launcher | None:
+        """Fork a launcher for jobs with these rlimits; None when it does not come up."""
+        homes = []
+        for parent in self.cgroup_dirs.values():
+            home = os.path.join(parent, "launcher")  # a leaf of its own (v2: no inner procs)
             try:
-                resource.setrlimit(which, (value, value))
-            except (ValueError, OSError):
-                soft, hard = resource.getrlimit(which)
-                if hard == resource.RLIM_INFINITY or value < hard:
-                    resource.setrlimit(which, (value, hard))
-        for procs in limits.get("cgroup_procs") or ():
-            with open(str(procs), "w") as handle:  # joins the job's own cgroup
-                handle.write(str(os.getpid()))
-        if self.seccomp is not None and not self.seccomp.install():
-            raise OSError(errno.EPERM, "the job's seccomp filter was refused")
-        if self.is_root:
-            os.setgroups([])
-            os.setgid(self.job_gid)
-            os.setuid(self.job_uid)
-        os.umask(0o022)
-        os.chdir(cwd)
+                os.mkdir(home)
+            except FileExistsError:
+                pass
+            except OSError:
+                return None
+            homes.append(os.path.join(home, "cgroup.procs"))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                _launcher_main(self, theirs, profile, homes)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.ancestors.add(pid)  # never swept as a job process
+        ready, _, _ = select.select([ours], [], [], _LAUNCH_REPLY_S)
+        try:
+            answer = ours.recv(16) if ready else b""
+        except OSError:
+            answer = b""
+        launcher = _Launcher(pid, ours, profile)
+        if answer != b"R":
+            self.launcher = launcher
+            self.retire_launcher()
+            self.launcher_ok = False  # this host does not let it set itself up: fork jobs
+            return None
+        return launcher
+
+    def retire_launcher(self) -> None:
+        """Stop using the launcher (killed, reaped); the next job starts a new one."""
+        launcher, self.launcher = self.launcher, None
+        if launcher is None:
+            return
+        launcher.sock.close()
+        try:
+            os.kill(launcher.pid, signal.SIGKILL)
+            os.waitpid(launcher.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+        self.ancestors.discard(launcher.pid)
 
     def _child(
         self,
@@ -1112,8 +1220,11 @@ class Runner:
         err_r: int,
         deadline: float,
         cap: int,
-        via_zygote: bool = False,
+        via: socket.socket | None = None,
     ) -> dict[str, Any]:
+        """Collect the job's output until it is over; ``via``: the zygote's or launcher's
+        socket when that process forked the job (it reports the job's end), else None."""
+        via_zygote = via is not None
         sel = selectors.DefaultSelector()
         buffers = {out_r: bytearray(), err_r: bytearray()}
         truncated = False
@@ -1127,8 +1238,8 @@ class Runner:
         sel.register(err_r, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
         zygote_fd = -1
-        if via_zygote and self.zygote is not None:
-            zygote_fd = self.zygote.fileno()
+        if via is not None:
+            zygote_fd = via.fileno()
             sel.register(zygote_fd, selectors.EVENT_READ)
         if pending:
             sel.register(in_w, selectors.EVENT_WRITE)
@@ -1143,7 +1254,7 @@ class Runner:
             if status is None and now >= deadline:
                 timed_out = True
                 self._kill_group(pid)
-                status, usage = self._reap_fast() if via_zygote else self._reap(pid)
+                status, usage = self._reap_fast(via) if via is not None else self._reap(pid)
                 leftover = self.sweep(pid)
                 drain_until = time.monotonic() + 0.5
                 continue
@@ -1156,7 +1267,7 @@ class Runner:
                     sel.unregister(zygote_fd)
                     zygote_fd = -1
                     if status is None:
-                        status, usage = self._reap_fast()
+                        status, usage = self._reap_fast(via)
                         leftover = self.sweep(pid)
                         drain_until = time.monotonic() + 0.5
                     continue
@@ -1212,7 +1323,7 @@ class Runner:
                 except OSError:
                     pass
         if status is None:
-            status, usage = self._reap_fast() if via_zygote else self._reap(pid)
+            status, usage = self._reap_fast(via) if via is not None else self._reap(pid)
         return {
             "status": status,
             "usage": usage,
@@ -1242,15 +1353,19 @@ class Runner:
             time.sleep(0.01)
         return (signal.SIGKILL, None)
 
-    def _reap_fast(self) -> tuple[int, Any]:
-        """The zygote's report on the job it forked: (wait status, usage)."""
-        if self.zygote is not None:
-            ready, _, _ = select.select([self.zygote], [], [], 5.0)
-            data = _recv_exact(self.zygote, _ZYGOTE_DONE.size) if ready else b""
+    def _reap_fast(self, via: socket.socket | None) -> tuple[int, Any]:
+        """The zygote's (or launcher's) report on the job it forked: (wait status, usage)."""
+        if via is not None:
+            ready, _, _ = select.select([via], [], [], 5.0)
+            data = _recv_exact(via, _ZYGOTE_DONE.size) if ready else b""
             if len(data) == _ZYGOTE_DONE.size:
                 status, utime, stime, maxrss = _ZYGOTE_DONE.unpack(data)
                 return status, _Usage(utime, stime, maxrss)
-            self.zygote = None  # out of step with us: never use it again
+            # Out of step with us: never use it again.
+            if via is self.zygote:
+                self.zygote = None
+            elif self.launcher is not None and via is self.launcher.sock:
+                self.retire_launcher()
         return signal.SIGKILL, None
 
     def _ancestors(self) -> set[int]:
@@ -1470,6 +1585,211 @@ class Runner:
         finally:
             os.close(fd)
         return {"data": b64(b"".join(chunks))}
+
+
+def _set_rlimits(settings: tuple[tuple[int, int], ...]) -> None:
+    """Set each ``(resource, value)`` as soft and hard limit (soft only under a lower hard)."""
+    for which, value in settings:
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            soft, hard = resource.getrlimit(which)
+            if hard == resource.RLIM_INFINITY or value < hard:
+                resource.setrlimit(which, (value, hard))
+
+
+_LAUNCH_SPEC_MAX = 1 << 16
+"""Largest job spec sent to the launcher in one datagram (larger: the fork path)."""
+_LAUNCH_REPLY_S = 10.0
+"""How long the runner waits for the launcher's answer before it gives up on it."""
+_LAUNCH_CPU_SHARE = 0.5
+"""The launcher retires once its own CPU time reaches this share of its ``RLIMIT_CPU``."""
+
+
+class _Launcher:
+    """The runner's handle on a launcher process: pid, socket, the rlimits it holds."""
+
+    def __init__(self, pid: int, sock: socket.socket, profile: tuple[tuple[int, int], ...]):
+        self.pid = pid
+        self.sock = sock
+        self.profile = profile
+
+
+def _launcher_attrs() -> tuple[Any, ...]:
+    """What a job of the launcher's real uid could change on it and its spawns inherit
+    (nice value, CPU affinity, scheduling policy and priority, I/O priority)."""
+    ioprio = -1
+    nr = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
+    if nr is not None:
+        try:
+            import ctypes
+
+            ioprio = int(ctypes.CDLL(None, use_errno=True).syscall(nr, 1, 0))  # IOPRIO_WHO_PROCESS
+        except (OSError, AttributeError):
+            pass
+    return (
+        os.getpriority(os.PRIO_PROCESS, 0),
+        frozenset(os.sched_getaffinity(0)),
+        os.sched_getscheduler(0),
+        os.sched_getparam(0).sched_priority,
+        ioprio,
+    )
+
+
+_SPAWN_SIGDEF = tuple(
+    s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)
+)
+
+
+def _launcher_main(
+    runner: Runner, sock: socket.socket, profile: tuple[tuple[int, int], ...], homes: list[str]
+) -> None:
+    """The launcher: a process forked from the runner that starts non-python jobs.
+
+    Why: ``fork`` of the runner copies its page tables, and a Python child touching its
+    objects copies pages again before ``exec`` throws them away: ~2-4 ms of CPU per job on a
+    2-core host, most of a ``run(["true"])``. ``posix_spawn`` (``vfork`` semantics) copies
+    nothing, but can set no rlimits, cgroup, seccomp or uid. So the launcher *is* the job's
+    parent state: it holds this profile's rlimits (soft = hard, it cannot raise them
+    again, hence one launcher per profile), the seccomp filter with no new privileges,
+    ``oom_score_adj`` 1000, no supplementary groups, umask 022 and no ambient capabilities;
+    per job it moves into the job's cgroups, sets its *real* uid/gid to the job's, spawns
+    with ``POSIX_SPAWN_RESETIDS`` (effective ids := real ids; ``exec`` copies them to the
+    saved ids, so the job holds no root id and no capability) and ``setsid``, and at once
+    goes back to uid 0 and its own cgroup.
+
+    While it runs as uid 0 no job can signal, renice or re-pin it. In the instant after a
+    spawn a job could (same real uid): the runner sends ``SIGCONT`` before each use, a kill
+    shows as a lost launcher (the job's own result; the next job gets a new launcher), and
+    the launcher compares its nice value, affinity, scheduling and I/O priority after
+    going back to uid 0 and retires when any changed, so nothing a job did reaches a later
+    job. It reports each job's pid, then its wait status and usage, as the zygote does.
+    """
+    signal.set_wakeup_fd(-1)
+    for sig in _SPAWN_SIGDEF:
+        if sig != signal.SIGCHLD:
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (OSError, ValueError, RuntimeError):
+                pass
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    keep = sock.fileno()
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    os.setgroups([])
+    with open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write("1000")
+    for home in homes:
+        with open(home, "w") as handle:
+            handle.write(str(os.getpid()))
+    _set_rlimits(profile)
+    cpu_limit = dict(profile).get(resource.RLIMIT_CPU, 1)
+    if runner.seccomp is not None and not runner.seccomp.install():
+        return
+    if _prctl:
+        _prctl[0](47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    os.umask(0o022)
+    attrs = _launcher_attrs()
+    uid, gid = runner.job_uid, runner.job_gid
+    sock.sendall(b"R")
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, _LAUNCH_SPEC_MAX, 3)
+        if not message or len(fds) != 3:
+            return
+        try:
+            pid, healthy = _launch(json.loads(message.decode("utf-8")), fds, uid, gid, homes)
+        except Exception:  # nothing was spawned: the fork path runs the job
+            pid, healthy = 0, False
+        for fd in fds:
+            os.close(fd)
+        sock.sendall(struct.pack(">i", pid))
+        if pid:
+            _, status, usage = os.wait4(pid, 0)
+            sock.sendall(
+                _ZYGOTE_DONE.pack(status, usage.ru_utime, usage.ru_stime, float(usage.ru_maxrss))
+            )
+        if not healthy or _launcher_attrs() != attrs:
+            return  # a job changed what later jobs would inherit, or we are not back home
+        if time.process_time() > cpu_limit * _LAUNCH_CPU_SHARE:
+            return  # near our own CPU limit: the runner starts a fresh launcher
+
+
+def _launch(
+    spec: dict[str, Any], fds: list[int], uid: int, gid: int, homes: list[str]
+) -> tuple[int, bool]:
+    """Spawn one job from the launcher (see :func:`_launcher_main`): (its pid or 0, whether
+    the launcher is back to uid 0 in its own cgroups). Raises only before any spawn."""
+    argv = [str(a) for a in spec["argv"]]
+    env = {str(k): str(v) for k, v in dict(spec["env"]).items()}
+    cwd = str(spec["cwd"])
+    procs = [str(p) for p in spec["procs"]]
+    in_r, out_w, err_w = fds
+    actions: list[tuple[int, ...]] = [
+        (os.POSIX_SPAWN_DUP2, in_r, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+        *((os.POSIX_SPAWN_CLOSE, fd) for fd in fds),
+    ]
+    exe = argv[0]
+    paths = [exe] if "/" in exe else [os.path.join(d, exe) for d in os.get_exec_path(env)]
+    me = str(os.getpid())
+    pid = 0
+    try:
+        for path in procs:
+            with open(path, "w") as handle:  # the job starts in its own cgroups
+                handle.write(me)
+        os.setresgid(gid, 0, 0)
+        os.setresuid(uid, 0, 0)
+        if os.access(cwd, os.X_OK):  # as the job (real ids): it must be able to enter it
+            os.chdir(cwd)
+            for path in paths:
+                try:
+                    pid = os.posix_spawn(
+                        path,
+                        argv,
+                        env,
+                        file_actions=actions,
+                        setsid=True,
+                        setsigmask=(),
+                        setsigdef=_SPAWN_SIGDEF,
+                        resetids=True,
+                    )
+                    break
+                except OSError:
+                    continue  # not runnable here: the fork path reports it as it always has
+    except Exception:
+        if pid:
+            return pid, False
+        raise
+    finally:
+        healthy = _launcher_home(homes if procs else [], me)
+    return pid, healthy
+
+
+def _launcher_home(homes: list[str], me: str) -> bool:
+    """Back to uid 0, ``/`` and the launcher's own cgroups; False when any step failed."""
+    ok = True
+    for step in (
+        lambda: os.setresuid(0, 0, 0),
+        lambda: os.setresgid(0, 0, 0),
+        lambda: os.chdir("/"),
+        *(
+            functools.partial(_cg_write, home.rsplit("/", 1)[0], "cgroup.procs", me)
+            for home in homes
+        ),
+    ):
+        try:
+            step()
+        except OSError:
+            ok = False
+    if os.getresuid() != (0, 0, 0):
+        os._exit(1)  # never serve another job with a job's uid
+    return ok
 
 
 _FAST_ENV = ("PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE", "PYTHONPATH")
