@@ -357,6 +357,8 @@ class Runner:
                 self.cgroup_dirs.get("memory", self.cgroup_dirs.get("unified", "")), "memory.stat"
             )
         self.jobs_started = 0
+        self.job_cgroup: list[str] = []
+        """The running job's own cgroups (one per hierarchy), empty between jobs."""
         self.scratch_baseline = self._scratch_snapshot()
         self.shmem_baseline = _shmem_bytes(self.cgroup_stat)
         self.workdir: str | None = None
@@ -374,7 +376,12 @@ class Runner:
         self._is_us: dict[tuple[str, str], bool] = {}
         self.ancestors = self._ancestors()
         self.launcher: _Launcher | None = None
-        self.launcher_ok = bool(config.get("launcher", True)) and self.is_root and self.job_uid != 0
+        self.launcher_ok = (
+            bool(config.get("launcher", True))
+            and self.is_root
+            and self.job_uid != 0
+            and _SETRESUID >= 0
+        )
         """Whether non-python jobs may start through a :class:`_Launcher` (``posix_spawn``)."""
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
@@ -776,7 +783,7 @@ class Runner:
         stdin_data = unb64(request["stdin"]) if request.get("stdin") else b""
 
         oom_before = _oom_kills()
-        job_cgroups = self.job_cgroups(limits)
+        job_cgroups = self.job_cgroup = self.job_cgroups(limits)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -784,10 +791,12 @@ class Runner:
         fast = self.fast_python(argv, env)
         pid = self._spawn_fast(fast, env, cwd, limits, timeout, in_r, out_w, err_w) if fast else 0
         via = self.zygote if pid else None
+        launched = False
         if pid == 0:
             fast = None
             pid = self._spawn_launched(argv, env, cwd, limits, timeout, in_r, out_w, err_w)
             via = self.launcher.sock if pid and self.launcher is not None else None
+            launched = via is not None
         if pid == 0:
             pid = os.fork()
             if pid == 0:  # child: never returns
@@ -797,6 +806,7 @@ class Runner:
         deadline = started + timeout
         result = self._supervise(pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, via)
         duration = time.monotonic() - started
+        self.job_cgroup = []
         cgroup_oom, cgroup_left = self.release_job_cgroups(job_cgroups)
         result["leftover"] = max(0, int(result["leftover"])) + cgroup_left
         status, usage = result["status"], result["usage"]
@@ -828,6 +838,7 @@ class Runner:
             "peak_memory_mb": (usage.ru_maxrss / 1024.0) if usage is not None else 0.0,
             "leftover": result["leftover"],
             "fast": fast is not None,
+            "launched": launched,
         }
 
     def _spawn_fast(
@@ -1405,9 +1416,24 @@ class Runner:
         return found
 
     def sweep(self, pgid: int | None) -> int:
-        """Kill every process of the job; returns how many survived (a tamper sign)."""
+        """Kill every process of the job; returns how many survived (a tamper sign).
+
+        During a job that has cgroups of its own (``pgid`` given), their member list is
+        the job, every process it started included (none can leave: the cgroup files are
+        root's): one read instead of a walk over ``/proc``. At the end of a session
+        (``pgid`` None) the full walk by uid runs as well.
+        """
         if pgid is not None:
             self._kill_group(pgid)
+            if self.job_cgroup:
+                path = self.job_cgroup[0]
+                survivors = self._kill_until_gone(
+                    functools.partial(_cg_members, path),
+                    rounds=50,
+                    pause=0.002,
+                    kill_all=functools.partial(_cg_write, path, "cgroup.kill", "1", optional=True),
+                )
+                return len(survivors)
         if not (self.is_root and self.job_uid != 0) and not self.private_pids:
             self._reap_children()
             return 0
@@ -1653,17 +1679,19 @@ def _launcher_main(
     parent state: it holds this profile's rlimits (soft = hard, it cannot raise them
     again, hence one launcher per profile), the seccomp filter with no new privileges,
     ``oom_score_adj`` 1000, no supplementary groups, umask 022 and no ambient capabilities;
-    per job it moves into the job's cgroups, sets its *real* uid/gid to the job's, spawns
-    with ``POSIX_SPAWN_RESETIDS`` (effective ids := real ids; ``exec`` copies them to the
-    saved ids, so the job holds no root id and no capability) and ``setsid``, and at once
-    goes back to uid 0 and its own cgroup.
+    per job it moves into the job's cgroups and, in a fresh thread, sets that thread's
+    *real* uid/gid to the job's and spawns with ``POSIX_SPAWN_RESETIDS`` (effective ids :=
+    real ids; ``exec`` copies them to the saved ids, so the job holds no root id and no
+    capability) and ``setsid``; then it goes back to its own cgroups.
 
-    While it runs as uid 0 no job can signal, renice or re-pin it. In the instant after a
-    spawn a job could (same real uid): the runner sends ``SIGCONT`` before each use, a kill
-    shows as a lost launcher (the job's own result; the next job gets a new launcher), and
-    the launcher compares its nice value, affinity, scheduling and I/O priority after
-    going back to uid 0 and retires when any changed, so nothing a job did reaches a later
-    job. It reports each job's pid, then its wait status and usage, as the zygote does.
+    Only that short-lived thread ever has the job's real uid: ``kill(-1)``, ``kill(ppid)``,
+    ``setpriority`` or ``sched_setaffinity`` on the launcher's pid are checked against its
+    main thread (uid 0, non-dumpable) and refused, and each spawn's thread is a fresh copy
+    of the main one. The runner still sends ``SIGCONT`` before each use, treats a lost
+    launcher as the job's own end (the next job gets a new one), and the launcher compares
+    its nice value, affinity, scheduling and I/O priority after each job and retires when
+    any changed. It reports each job's pid, then its wait status and usage, as the zygote
+    does.
     """
     signal.set_wakeup_fd(-1)
     for sig in _SPAWN_SIGDEF:
@@ -1702,7 +1730,8 @@ def _launcher_main(
         if not message or len(fds) != 3:
             return
         try:
-            pid, healthy = _launch(json.loads(message.decode("utf-8")), fds, uid, gid, homes)
+            spec = json.loads(message.decode("utf-8"))
+            pid, healthy = _launch_in_thread(spec, fds, uid, gid, homes)
         except Exception:  # nothing was spawned: the fork path runs the job
             pid, healthy = 0, False
         for fd in fds:
@@ -1743,8 +1772,8 @@ def _launch(
         for path in procs:
             with open(path, "w") as handle:  # the job starts in its own cgroups
                 handle.write(me)
-        os.setresgid(gid, 0, 0)
-        os.setresuid(uid, 0, 0)
+        _thread_ids(_SETRESGID, gid)
+        _thread_ids(_SETRESUID, uid)
         if os.access(cwd, os.X_OK):  # as the job (real ids): it must be able to enter it
             os.chdir(cwd)
             for path in paths:
@@ -1775,8 +1804,8 @@ def _launcher_home(homes: list[str], me: str) -> bool:
     """Back to uid 0, ``/`` and the launcher's own cgroups; False when any step failed."""
     ok = True
     for step in (
-        lambda: os.setresuid(0, 0, 0),
-        lambda: os.setresgid(0, 0, 0),
+        lambda: _thread_ids(_SETRESUID, 0),
+        lambda: _thread_ids(_SETRESGID, 0),
         lambda: os.chdir("/"),
         *(
             functools.partial(_cg_write, home.rsplit("/", 1)[0], "cgroup.procs", me)
@@ -1790,6 +1819,50 @@ def _launcher_home(homes: list[str], me: str) -> bool:
     if os.getresuid() != (0, 0, 0):
         os._exit(1)  # never serve another job with a job's uid
     return ok
+
+
+_SETRESUID, _SETRESGID = {"x86_64": (117, 119), "aarch64": (147, 149)}.get(
+    os.uname().machine, (-1, -1)
+)
+
+
+def _thread_ids(nr: int, ident: int) -> None:
+    """``setres[ug]id(ident, 0, 0)`` for the calling *thread* only (the raw system call:
+    glibc's wrapper changes every thread). Raises ``OSError`` when refused."""
+    import ctypes
+
+    if not _syscall:
+        _syscall.append(ctypes.CDLL(None, use_errno=True).syscall)
+    if nr < 0 or _syscall[0](nr, ident, 0, 0) != 0:
+        raise OSError(ctypes.get_errno() or errno.ENOSYS, "setres*id refused")
+
+
+_syscall: list[Any] = []
+
+
+def _launch_in_thread(
+    spec: dict[str, Any], fds: list[int], uid: int, gid: int, homes: list[str]
+) -> tuple[int, bool]:
+    """:func:`_launch` in a fresh thread: only that thread ever holds the job's real uid,
+    so ``kill(-1)`` or ``kill(getppid())`` from the job (checked against the launcher's
+    main thread, always uid 0) never reaches the launcher, and whatever a job sets on the
+    thread (nice, affinity) ends with it; the next spawn's thread copies the main one."""
+    import threading
+
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(_launch(spec, fds, uid, gid, homes))
+        except Exception as exc:
+            out.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join()
+    if isinstance(out[0], Exception):
+        raise out[0]
+    return tuple(out[0])  # type: ignore[return-value]
 
 
 _FAST_ENV = ("PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE", "PYTHONPATH")

@@ -318,3 +318,20 @@ def test_unclean_end_taints_the_runner(tmp_path: Any) -> None:
         assert refused.value.kind == "tainted"
     reply = runner.handle({"op": "batch", "ops": [{"op": "begin"}, {"op": "exec"}]})
     assert [r["kind"] for r in reply["replies"]] == ["tainted"]
+
+
+def test_non_python_jobs_start_from_the_launcher_and_fall_back_to_fork(
+    runner: RunnerProcess,
+) -> None:
+    """A root runner spawns plain commands from its launcher (``posix_spawn``); a command
+    that does not exec is run by the fork path, which reports it as it always has."""
+    assert runner.call(op="begin")["ok"]
+    replies = [
+        runner.call(op="exec", argv=["true"]),
+        runner.call(op="exec", argv=["sh", "-c", "exit 3"]),
+        runner.call(op="exec", argv=["missing-command"]),
+    ]
+    assert [r["returncode"] for r in replies] == [0, 3, 127], replies
+    assert b"missing-command" in unb64(replies[2]["stderr"])
+    want = [True, True, False] if os.geteuid() == 0 else [False, False, False]
+    assert [r["launched"] for r in replies] == want, replies
