@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verifiers.errors import SandboxUnavailable
+from verifiers.settings import env as setting
 
 from ._base import Limits, SandboxProvider
 from ._cgroups import RunnerCgroup, make_runner_cgroup
@@ -517,7 +518,7 @@ def _preload_for(image: str, settings: SandboxSettings) -> str:
 
 
 def _host_work_root() -> str:
-    base = os.environ.get("VERIFIERS_SANDBOX_WORKDIR") or "/tmp"
+    base = setting("VERIFIERS_SANDBOX_WORKDIR") or "/tmp"
     path = os.path.join(base, f"verifiers-sandbox-{os.getpid()}")
     os.makedirs(path, mode=0o755, exist_ok=True)
     return path
