@@ -789,18 +789,19 @@ class Runner:
         err_r, err_w = os.pipe()
         started = time.monotonic()
         fast = self.fast_python(argv, env)
-        pid = self._spawn_fast(fast, env, cwd, limits, timeout, in_r, out_w, err_w) if fast else 0
+        job = _Job(argv, env, cwd, limits, timeout, (in_r, out_w, err_w))
+        pid = self._spawn_fast(fast, job) if fast else 0
         via = self.zygote if pid else None
         launched = False
         if pid == 0:
             fast = None
-            pid = self._spawn_launched(argv, env, cwd, limits, timeout, in_r, out_w, err_w)
+            pid = self._spawn_launched(job)
             via = self.launcher.sock if pid and self.launcher is not None else None
             launched = via is not None
         if pid == 0:
             pid = os.fork()
             if pid == 0:  # child: never returns
-                self._child(argv, env, cwd, limits, timeout, in_r, out_w, err_w)
+                self._child(job)
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         deadline = started + timeout
@@ -841,21 +842,11 @@ class Runner:
             "launched": launched,
         }
 
-    def _spawn_fast(
-        self,
-        fast: list[str],
-        env: dict[str, str],
-        cwd: str,
-        limits: dict[str, Any],
-        timeout: float,
-        in_r: int,
-        out_w: int,
-        err_w: int,
-    ) -> int:
+    def _spawn_fast(self, fast: list[str], job: _Job) -> int:
         """Have the zygote fork the job; returns its pid, or 0 when the zygote is gone."""
         assert self.zygote is not None
         spec_r, spec_w = os.pipe()
-        spec = {"fast": fast, "env": env, "cwd": cwd, "limits": limits, "timeout": timeout}
+        spec = {"fast": fast, **job.spec()}
         data = memoryview(json.dumps(spec).encode("utf-8"))
         # The job's spec goes into the pipe *before* the zygote forks, so the child reads it at
         # once instead of waiting for this process to be scheduled again (one hand-off less).
@@ -870,7 +861,7 @@ class Runner:
             os.close(spec_w)
             spec_w = -1
         try:
-            socket.send_fds(self.zygote, [b"F"], [in_r, out_w, err_w, spec_r])
+            socket.send_fds(self.zygote, [b"F"], [*job.stdio, spec_r])
             reply = _recv_exact(self.zygote, 4)
         except OSError:
             reply = b""
@@ -890,16 +881,7 @@ class Runner:
                 os.close(spec_w)
         return int(pid)
 
-    def _enter_job(
-        self,
-        cwd: str,
-        limits: dict[str, Any],
-        timeout: float,
-        in_r: int,
-        out_w: int,
-        err_w: int,
-        base_vm: int = 0,
-    ) -> None:
+    def _enter_job(self, job: _Job, base_vm: int = 0) -> None:
         """In the forked child: new session, job stdio only, rlimits, job uid, work dir.
 
         ``base_vm``: address space a preloaded zygote already maps (see ``_run_preload``);
@@ -912,17 +894,16 @@ class Runner:
         for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, signal.SIG_DFL)
         os.setsid()
-        os.dup2(in_r, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
+        for target, fd in enumerate(job.stdio):
+            os.dup2(fd, target)
         _close_other_fds()
         try:
             with open("/proc/self/oom_score_adj", "w") as handle:
                 handle.write("1000")
         except OSError:
             pass
-        _set_rlimits(self.rlimits(limits, timeout, base_vm))
-        for procs in limits.get("cgroup_procs") or ():
+        _set_rlimits(self.rlimits(job.limits, job.timeout, base_vm))
+        for procs in job.limits.get("cgroup_procs") or ():
             with open(str(procs), "w") as handle:  # joins the job's own cgroup
                 handle.write(str(os.getpid()))
         if self.seccomp is not None and not self.seccomp.install():
@@ -932,7 +913,7 @@ class Runner:
             os.setgid(self.job_gid)
             os.setuid(self.job_uid)
         os.umask(0o022)
-        os.chdir(cwd)
+        os.chdir(job.cwd)
 
     def rlimits(
         self, limits: dict[str, Any], timeout: float, base_vm: int
@@ -955,17 +936,7 @@ class Runner:
 
     # .. launcher: non-python jobs by posix_spawn ...........................................
 
-    def _spawn_launched(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        cwd: str,
-        limits: dict[str, Any],
-        timeout: float,
-        in_r: int,
-        out_w: int,
-        err_w: int,
-    ) -> int:
+    def _spawn_launched(self, job: _Job) -> int:
         """Have the launcher ``posix_spawn`` the job; its pid, or 0: fork it here instead.
 
         The launcher (see :class:`_Launcher`) already holds everything a job inherits (the
@@ -978,7 +949,7 @@ class Runner:
         """
         if not self.launcher_ok:
             return 0
-        profile = self.rlimits(limits, timeout, self.preload_vm)
+        profile = self.rlimits(job.limits, job.timeout, self.preload_vm)
         for which, value in profile:
             if which == resource.RLIMIT_AS and value < _vm_size() + (64 << 20):
                 return 0  # too tight for a copy of this process to run the spawn in
@@ -990,15 +961,14 @@ class Runner:
             launcher = self.launcher = self._start_launcher(profile)
             if launcher is None:
                 return 0
-        spec = json.dumps(
-            {"argv": argv, "env": env, "cwd": cwd, "procs": limits.get("cgroup_procs") or []}
-        ).encode("utf-8")
+        procs = job.limits.get("cgroup_procs") or []
+        spec = json.dumps({**job.spec(), "procs": procs}).encode("utf-8")
         if len(spec) > _LAUNCH_SPEC_MAX:
             return 0
         try:
             # A job may have stopped it in the instant it ran as the job's uid; never wait.
             os.kill(launcher.pid, signal.SIGCONT)
-            socket.send_fds(launcher.sock, [spec], [in_r, out_w, err_w])
+            socket.send_fds(launcher.sock, [spec], list(job.stdio))
             ready, _, _ = select.select([launcher.sock], [], [], _LAUNCH_REPLY_S)
             reply = launcher.sock.recv(4) if ready else b""
         except OSError:
@@ -1056,27 +1026,17 @@ class Runner:
             pass
         self.ancestors.discard(launcher.pid)
 
-    def _child(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        cwd: str,
-        limits: dict[str, Any],
-        timeout: float,
-        in_r: int,
-        out_w: int,
-        err_w: int,
-    ) -> None:
+    def _child(self, job: _Job) -> None:
         code = 127
         try:
-            self._enter_job(cwd, limits, timeout, in_r, out_w, err_w, self.preload_vm)
+            self._enter_job(job, self.preload_vm)
             code = 126
-            os.execvpe(argv[0], argv, env)
+            os.execvpe(job.argv[0], job.argv, job.env)
         except OSError as exc:
             if exc.errno == errno.ENOENT:
                 code = 127
             try:
-                os.write(2, f"sandbox: cannot run {argv[0]!r}: {exc.strerror}\n".encode())
+                os.write(2, f"sandbox: cannot run {job.argv[0]!r}: {exc.strerror}\n".encode())
             except OSError:
                 pass
         finally:
@@ -1208,15 +1168,11 @@ class Runner:
                 chunks.append(chunk)
             os.close(spec_r)
             spec = json.loads(b"".join(chunks).decode("utf-8"))
-            self._enter_job(
-                str(spec["cwd"]),
-                dict(spec["limits"]),
-                float(spec["timeout"]),
-                in_r,
-                out_w,
-                err_w,
-                self.preload_vm,
+            stdio = (in_r, out_w, err_w)
+            job = _Job(
+                [], {}, str(spec["cwd"]), dict(spec["limits"]), float(spec["timeout"]), stdio
             )
+            self._enter_job(job, self.preload_vm)
             _set_dumpable(1)  # a normal process of the job uid, visible to the sweep
             code = _run_python(list(spec["fast"]), dict(spec["env"]))
         finally:
@@ -1611,6 +1567,39 @@ class Runner:
         finally:
             os.close(fd)
         return {"data": b64(b"".join(chunks))}
+
+
+class _Job:
+    """One command to start: what every start path (zygote, launcher, fork) needs, with the
+    child's ends of its stdin/stdout/stderr pipes."""
+
+    __slots__ = ("argv", "cwd", "env", "limits", "stdio", "timeout")
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        limits: dict[str, Any],
+        timeout: float,
+        stdio: tuple[int, int, int],
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.cwd = cwd
+        self.limits = limits
+        self.timeout = timeout
+        self.stdio = stdio
+
+    def spec(self) -> dict[str, Any]:
+        """The JSON-able part, sent to the zygote's child or the launcher."""
+        return {
+            "argv": self.argv,
+            "env": self.env,
+            "cwd": self.cwd,
+            "limits": self.limits,
+            "timeout": self.timeout,
+        }
 
 
 def _set_rlimits(settings: tuple[tuple[int, int], ...]) -> None:

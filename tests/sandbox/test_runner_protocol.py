@@ -53,9 +53,11 @@ class RunnerProcess:
         return self.read()
 
     def close(self) -> int:
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
-        return self.proc.wait(timeout=10)
+        code = self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+        return code
 
 
 @pytest.fixture()
@@ -67,6 +69,9 @@ def runner() -> Iterator[RunnerProcess]:
     yield process
     if process.proc.poll() is None:
         process.close()
+    for stream in (process.proc.stdin, process.proc.stdout):
+        if stream is not None and not stream.closed:
+            stream.close()
     shutil.rmtree(root, ignore_errors=True)
 
 
