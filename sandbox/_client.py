@@ -28,7 +28,7 @@ from typing import Any
 
 from verifiers.errors import BadInput, InfraError, SandboxUnavailable
 
-from ._base import ExecResult, Limits, Sandbox
+from ._base import Command, ExecResult, Limits, Sandbox
 from ._runner import HEADER, MAX_FRAME, PROTOCOL_VERSION, b64, decode_body, encode_frame, unb64
 from ._settings import SandboxSettings
 
@@ -399,20 +399,16 @@ class RunnerSandbox(Sandbox):
         self._closed = False
         self._predict_workdir()
 
-    async def exec(
-        self,
-        argv: list[str],
-        *,
-        stdin: bytes | None = None,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        limits: Limits | None = None,
-    ) -> ExecResult:
+    async def _exec(self, command: Command) -> ExecResult:
         self._check_open()
-        if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
-            raise BadInput("argv must be a non-empty list of strings (never a shell string)")
-        lim = limits or self._limits
+        argv, stdin, env, cwd, timeout = (
+            command.argv,
+            command.stdin,
+            command.env,
+            command.cwd,
+            command.timeout,
+        )
+        lim = command.limits or self._limits
         if lim.memory_mb > self._limits.memory_mb or lim.pids > self._limits.pids:
             # The container's cgroup was sized for the session; never exceed it.
             lim = lim.model_copy(

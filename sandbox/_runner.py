@@ -1792,15 +1792,13 @@ def _launch(
 def _launcher_home(homes: list[str], me: str) -> bool:
     """Back to uid 0, ``/`` and the launcher's own cgroups; False when any step failed."""
     ok = True
-    for step in (
+    steps: list[Callable[[], object]] = [
         lambda: _thread_ids(_SETRESUID, 0),
         lambda: _thread_ids(_SETRESGID, 0),
         lambda: os.chdir("/"),
-        *(
-            functools.partial(_cg_write, home.rsplit("/", 1)[0], "cgroup.procs", me)
-            for home in homes
-        ),
-    ):
+    ]
+    steps += [functools.partial(_cg_write, h.rsplit("/", 1)[0], "cgroup.procs", me) for h in homes]
+    for step in steps:
         try:
             step()
         except OSError:
