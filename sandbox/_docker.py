@@ -157,6 +157,7 @@ def connect(settings: SandboxSettings, timeout: float = 60.0, pool: int = 10) ->
     """
     docker = _import_docker()
     try:
+        _unix_socket_answers(settings, timeout)
         # The SDK also keeps one pool per distinct URL (each container id makes new ones), up
         # to 25 (its num_pools argument is ignored for unix sockets): a bounded cache.
         kwargs: dict[str, Any] = {"timeout": int(timeout), "max_pool_size": pool}
@@ -175,6 +176,19 @@ def connect(settings: SandboxSettings, timeout: float = 60.0, pool: int = 10) ->
             retryable=False,
         ) from None
     return client
+
+
+def _unix_socket_answers(settings: SandboxSettings, timeout: float) -> None:
+    """Connect to the engine's unix socket (when the URL is one) and hang up; raises
+    ``OSError`` when nothing listens. The SDK's own connect leaks its socket when the
+    connection fails (an unclosed-socket ``ResourceWarning`` per try), so the "no engine"
+    case is decided here, with a socket that is always closed."""
+    url = settings.docker_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if not url.startswith(("unix://", "http+unix://")):
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        probe.connect(url.split("://", 1)[1])
 
 
 def engine_and_image_ready(settings: SandboxSettings, image: str = "python") -> bool:
