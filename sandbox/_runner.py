@@ -47,6 +47,7 @@ runner refuses every further session (``kind: "tainted"``): the host recycles it
 from __future__ import annotations
 
 import base64
+import dataclasses
 import errno
 import functools
 import hashlib
@@ -1569,37 +1570,24 @@ class Runner:
         return {"data": b64(b"".join(chunks))}
 
 
+@dataclasses.dataclass
 class _Job:
     """One command to start: what every start path (zygote, launcher, fork) needs, with the
     child's ends of its stdin/stdout/stderr pipes."""
 
-    __slots__ = ("argv", "cwd", "env", "limits", "stdio", "timeout")
-
-    def __init__(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        cwd: str,
-        limits: dict[str, Any],
-        timeout: float,
-        stdio: tuple[int, int, int],
-    ) -> None:
-        self.argv = argv
-        self.env = env
-        self.cwd = cwd
-        self.limits = limits
-        self.timeout = timeout
-        self.stdio = stdio
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    limits: dict[str, Any]
+    timeout: float
+    stdio: tuple[int, int, int]
 
     def spec(self) -> dict[str, Any]:
         """The JSON-able part, sent to the zygote's child or the launcher."""
-        return {
-            "argv": self.argv,
-            "env": self.env,
-            "cwd": self.cwd,
-            "limits": self.limits,
-            "timeout": self.timeout,
-        }
+        return {name: getattr(self, name) for name in _JOB_SPEC}
+
+
+_JOB_SPEC = ("argv", "env", "cwd", "limits", "timeout")
 
 
 def _set_rlimits(settings: tuple[tuple[int, int], ...]) -> None:
