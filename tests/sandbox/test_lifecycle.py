@@ -211,6 +211,7 @@ def test_kill_9_of_the_owner_leaves_no_container(channel: str) -> None:
         assert client.api.inspect_container(cid)["State"]["Running"]
     os.kill(owner.pid, signal.SIGKILL)
     owner.wait(10)
+    owner.stdout.close()
 
     # The attach socket closes with the process: the runners see EOF and the containers go.
     deadline = time.monotonic() + 15
