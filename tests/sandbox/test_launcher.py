@@ -25,7 +25,7 @@ PROBE = [
     "-c",
     "grep -E '^(Uid|Gid|Groups|Cap(Inh|Prm|Eff|Amb)|NoNewPrivs|Seccomp|Cpus_allowed_list):' "
     "/proc/self/status; cut -d' ' -f18,19,41 /proc/self/stat; cat /proc/self/oom_score_adj; "
-    "ionice; for o in t f n u; do ulimit -H -$o; done; umask; pwd",
+    "ionice; for o in t f n u; do ulimit -H -$o; done; umask; pwd; echo fds $(ls /proc/self/fd)",
 ]
 
 
@@ -56,6 +56,7 @@ def test_attacks_on_the_launcher_change_nothing_later_jobs_inherit(run_with: Any
     for cap in ("CapPrm", "CapEff", "CapAmb"):  # (bubblewrap leaves CapInh set: inert)
         assert f"{cap}:\t0000000000000000" in status, status
     assert "NoNewPrivs:\t1" in status and "Seccomp:\t2" in status, status
+    assert status.endswith("\nfds 0 1 2 3\n"), status  # stdio, and ls's own directory
     wrong = {}
     for row in ROWS:
         attack, probe = got[row["id"]]
