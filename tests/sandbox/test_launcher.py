@@ -36,6 +36,8 @@ def test_corpus_covers_every_family() -> None:
 
 
 def test_attacks_on_the_launcher_change_nothing_later_jobs_inherit(run_with: Any) -> None:
+    """The corpus, then the limits profiles (a new launcher per profile), in one session."""
+
     async def body(provider: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
         async with provider.session("python", timeout_s=10) as sb:
@@ -45,9 +47,11 @@ def test_attacks_on_the_launcher_change_nothing_later_jobs_inherit(run_with: Any
                 attack = await sb.exec(row["argv"])
                 probe = await sb.exec(PROBE)
                 out[row["id"]] = (attack, probe)
+            out["limits"] = await _limit_profiles(sb)
         return out
 
     got = run_with(body)
+    _check_limit_profiles(*got.pop("limits"))
     baseline = got.pop("baseline")
     assert baseline.ok, baseline
     status = baseline.text()
@@ -67,23 +71,21 @@ def test_attacks_on_the_launcher_change_nothing_later_jobs_inherit(run_with: Any
     assert not wrong, (status, wrong)
 
 
-def test_limits_switch_profiles_and_hold_for_spawned_jobs(run_with: Any) -> None:
+async def _limit_profiles(sb: Any) -> list[Any]:
     """Each limits profile gets its own launcher (it cannot raise its own limits back)."""
+    ulimits = ["/bin/sh", "-c", "for o in t f n; do ulimit -H -$o; done"]
+    small = Limits(timeout_s=5, cpu_s=2, file_bytes=1 << 20)
+    big = Limits(timeout_s=5, cpu_s=4, file_bytes=8 << 20)
+    return [
+        await sb.exec(ulimits, limits=small),
+        await sb.exec(ulimits, limits=big),
+        await sb.exec(ulimits, limits=small),
+        await sb.exec(["/bin/sh", "-c", "head -c 2000000 /dev/zero > f"], limits=small),
+        await sb.exec(["no-such-command"], limits=small),
+    ]
 
-    async def body(provider: Any) -> list[Any]:
-        async with provider.session("python") as sb:
-            ulimits = ["/bin/sh", "-c", "for o in t f n; do ulimit -H -$o; done"]
-            small = Limits(timeout_s=5, cpu_s=2, file_bytes=1 << 20)
-            big = Limits(timeout_s=5, cpu_s=4, file_bytes=8 << 20)
-            return [
-                await sb.exec(ulimits, limits=small),
-                await sb.exec(ulimits, limits=big),
-                await sb.exec(ulimits, limits=small),
-                await sb.exec(["/bin/sh", "-c", "head -c 2000000 /dev/zero > f"], limits=small),
-                await sb.exec(["no-such-command"], limits=small),
-            ]
 
-    small, big, again, too_big, missing = run_with(body)
+def _check_limit_profiles(small: Any, big: Any, again: Any, too_big: Any, missing: Any) -> None:
     assert small.text().split()[:3] == ["2", "2048", "1024"], small
     assert big.text().split()[:3] == ["4", "16384", "1024"], big
     assert again.text() == small.text(), again
