@@ -33,7 +33,6 @@ WARNINGS_NOT_YET_ERRORS = (
     "episodes",
     "ray",
     "rl_adapters",
-    "sandbox",
     "test_packaging.py",
 )
 """Test folders (under tests/) not yet run with ``filterwarnings = error`` (pyproject.toml):
