@@ -16,6 +16,12 @@ sandbox's processes: load-independent, unlike wall time on a shared machine) and
 ``host_cpu_ms`` (this process).
 
     python benchmarks/episodes.py --calls 200 --markdown
+
+``--no-peer`` leaves out the ``docker exec`` mode (minutes under load); ``--ab OTHER`` runs
+the bare-session and episode modes alternately from this checkout and from ``OTHER`` (a
+checkout with its own ``.venv``, e.g. the code before a change), ``--rounds`` times, and
+prints one JSON line per side with the medians over rounds: an old/new comparison in one run,
+under the same load.
 """
 
 from __future__ import annotations
@@ -169,13 +175,21 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--backends", default="local,docker")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--no-peer", action="store_true", help="skip the docker exec mode")
+    parser.add_argument("--ab", metavar="CHECKOUT", help="alternate with another checkout")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    if args.ab:
+        ab(args)
+        return
     rows = []
     for backend in [b for b in args.backends.split(",") if b]:
         rows.append(asyncio.run(raw_mode(backend, args.calls, args.warmup)))
         print(json.dumps(rows[-1]), flush=True)
         rows.append(asyncio.run(episode_mode(backend, args.calls, args.warmup)))
         print(json.dumps(rows[-1]), flush=True)
+    if args.no_peer:
+        return
     rows.append(docker_exec_mode(args.calls, args.warmup))
     print(json.dumps(rows[-1]), flush=True)
     peer = rows[-1]["median_ms"]
@@ -185,6 +199,37 @@ def main() -> None:
         print("| mode | median ms | p90 ms | mean ms |\n|---|---|---|---|")
         for r in rows:
             print(f"| {r['mode']} | {r['median_ms']} | {r['p90_ms']} | {r['mean_ms']} |")
+
+
+def ab(args: argparse.Namespace) -> None:
+    """Old/new rounds, interleaved: each round runs both sides once per backend."""
+    import subprocess
+    import sys
+
+    here = Path(__file__).resolve().parents[1]
+    sides = {"this": here, "other": Path(args.ab).resolve()}
+    seen: dict[str, dict[str, list[dict[str, Any]]]] = {k: {} for k in sides}
+    for _ in range(args.rounds):
+        for side, root in sides.items():
+            command = [str(root / ".venv/bin/python"), str(Path(__file__).resolve())]
+            command += ["--calls", str(args.calls), "--warmup", str(args.warmup)]
+            command += ["--backends", args.backends, "--no-peer"]
+            load = os.getloadavg()[0]
+            done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=True)
+            for line in done.stdout.splitlines():
+                row = json.loads(line)
+                row["load"] = round(load, 1)
+                seen[side].setdefault(row["mode"], []).append(row)
+    for side, modes in seen.items():
+        summary: dict[str, Any] = {"side": side, "checkout": str(sides[side])}
+        for mode, rows in modes.items():
+            summary[mode] = {
+                key: statistics.median(r[key] for r in rows)
+                for key in ("median_ms", "sandbox_cpu_ms", "host_cpu_ms")
+                if key in rows[0]
+            }
+        summary["load"] = [r["load"] for rows in modes.values() for r in rows][:: len(modes)]
+        print(json.dumps(summary), file=sys.stdout, flush=True)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Self, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifiers._lifecycle import AsyncContext
+from verifiers.errors import BadInput
 
 if TYPE_CHECKING:
     from ._settings import SandboxSettings
@@ -71,13 +73,29 @@ class ExecResult(BaseModel):
         return data.decode("utf-8", "replace")
 
 
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One :meth:`Sandbox.exec` call, checked: what a backend's ``_exec`` runs."""
+
+    argv: list[str]
+    """The program and its arguments (non-empty, strings only)."""
+    stdin: bytes | None
+    env: dict[str, str]
+    """Extra environment variables for the job."""
+    cwd: str | None
+    """Work-dir-relative directory to run in (None: the work dir)."""
+    timeout: float | None
+    """Overrides ``limits.timeout_s`` when given."""
+    limits: Limits | None
+    """This command's limits (None: the session's)."""
+
+
 class Sandbox(AsyncContext, ABC):
     """An isolated place to run one job's commands, with its own work directory.
 
     Use as ``async with``: ``close`` releases the slot (and wipes the work dir).
     """
 
-    @abstractmethod
     async def exec(
         self,
         argv: list[str],
@@ -89,7 +107,21 @@ class Sandbox(AsyncContext, ABC):
         limits: Limits | None = None,
     ) -> ExecResult:
         """Run ``argv`` (never a shell string) in the work dir. ``timeout`` overrides
-        ``limits.timeout_s``. Raises only when the provider itself fails."""
+        ``limits.timeout_s``. Raises only when the provider itself fails.
+
+        Backends implement :meth:`_exec`, which gets the checked :class:`Command`: the
+        signature and the argv check live here once (a backend may still override this).
+
+        Raises:
+            BadInput: ``argv`` is a string, empty, or holds something other than strings.
+        """
+        if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
+            raise BadInput("argv must be a non-empty list of strings (never a shell string)")
+        return await self._exec(Command(list(argv), stdin, dict(env or {}), cwd, timeout, limits))
+
+    async def _exec(self, command: Command) -> ExecResult:
+        """Run one checked command (what a backend implements, unless it overrides exec)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither exec nor _exec")
 
     @abstractmethod
     async def write_files(self, files: dict[str, bytes | str], *, readonly: bool = False) -> None:

@@ -28,11 +28,11 @@ from typing import Any
 
 from verifiers.errors import BadInput, InfraError, SandboxUnavailable
 
-from ._base import ExecResult, Limits, Sandbox
+from ._base import Command, ExecResult, Limits, Sandbox
 from ._runner import HEADER, MAX_FRAME, PROTOCOL_VERSION, b64, decode_body, encode_frame, unb64
 from ._settings import SandboxSettings
 
-__all__ = ["Channel", "RunnerLost", "RunnerSandbox", "Worker", "WorkerPool"]
+__all__ = ["Channel", "RunnerHandle", "RunnerLost", "RunnerPool", "RunnerSandbox"]
 
 log = logging.getLogger("verifiers.sandbox")
 
@@ -82,8 +82,10 @@ class StreamChannel(Channel):
             self._writer.close()
 
 
-class Worker(ABC):
-    """One runner: a warm container or a local sandboxed process."""
+class RunnerHandle(ABC):
+    """The host's handle on one runner (a warm container or a local sandboxed process): its
+    channel, its state, how to kill it. Not a worker process of the engine's
+    :class:`~verifiers.processes.ProcessPool`: a runner runs model code, in isolation."""
 
     def __init__(self, channel: Channel, key: Hashable) -> None:
         self.channel = channel
@@ -121,6 +123,22 @@ class Worker(ABC):
         if hello.get("preload_error"):  # a broken runtime: decided before any job runs
             raise RunnerLost(str(hello["preload_error"])[:2000])
         self.hello = hello
+
+    async def start(
+        self, timeout: float, config: dict[str, Any], what: str, source: str | None = None
+    ) -> None:
+        """:meth:`handshake`; a runner that does not come up is killed and reported.
+
+        Raises:
+            SandboxUnavailable: ``what`` (e.g. "local sandbox runner did not start") and why.
+        """
+        try:
+            await self.handshake(timeout, config, source)
+        except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
+            await self.kill()
+            raise SandboxUnavailable(
+                f"{what}: {exc!r}", hint="run `verifiers sandbox check`"
+            ) from None
 
     async def _read_frame(self) -> dict[str, Any]:
         header = await self.channel.read_exactly(HEADER.size)
@@ -249,11 +267,11 @@ class RunnerSandbox(Sandbox):
 
     def __init__(
         self,
-        worker: Worker,
+        worker: RunnerHandle,
         limits: Limits,
         settings: SandboxSettings,
-        release: Callable[[Worker, bool], Awaitable[None]],
-        acquire: Callable[[], Awaitable[Worker]] | None = None,
+        release: Callable[[RunnerHandle, bool], Awaitable[None]],
+        acquire: Callable[[], Awaitable[RunnerHandle]] | None = None,
     ) -> None:
         self._worker = worker
         self._limits = limits
@@ -399,20 +417,16 @@ class RunnerSandbox(Sandbox):
         self._closed = False
         self._predict_workdir()
 
-    async def exec(
-        self,
-        argv: list[str],
-        *,
-        stdin: bytes | None = None,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        limits: Limits | None = None,
-    ) -> ExecResult:
+    async def _exec(self, command: Command) -> ExecResult:
         self._check_open()
-        if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
-            raise BadInput("argv must be a non-empty list of strings (never a shell string)")
-        lim = limits or self._limits
+        argv, stdin, env, cwd, timeout = (
+            command.argv,
+            command.stdin,
+            command.env,
+            command.cwd,
+            command.timeout,
+        )
+        lim = command.limits or self._limits
         if lim.memory_mb > self._limits.memory_mb or lim.pids > self._limits.pids:
             # The container's cgroup was sized for the session; never exceed it.
             lim = lim.model_copy(
@@ -466,7 +480,7 @@ class RunnerSandbox(Sandbox):
 
         * no reply past the job's deadline (``timed_out``): the job had its whole budget and
           did not finish; a timeout, the job's ``fail``, whatever else happened;
-        * dead with the kernel's OOM record for its container (:meth:`Worker.loss_cause`):
+        * dead with the kernel's OOM record for its container (:meth:`RunnerHandle.loss_cause`):
           the job's memory took the runner down; ``oom_killed``, the job's ``fail``;
         * dead with no such evidence: the machine's (runner killed from outside, container
           removed, engine gone, host OOM killer): ``InfraError``, never a score, and the
@@ -548,9 +562,9 @@ class RunnerSandbox(Sandbox):
 
 @dataclass
 class _Slot:
-    idle: deque[Worker] = field(default_factory=deque)
-    busy: set[Worker] = field(default_factory=set)
-    starting: deque[asyncio.Task[Worker]] = field(default_factory=deque)
+    idle: deque[RunnerHandle] = field(default_factory=deque)
+    busy: set[RunnerHandle] = field(default_factory=set)
+    starting: deque[asyncio.Task[RunnerHandle]] = field(default_factory=deque)
     """Background starts (refills) not yet claimed: a session waits for one of these rather
     than starting a worker of its own, so the pool never grows past ``pool_size``."""
     launching: int = 0
@@ -558,12 +572,12 @@ class _Slot:
     semaphore: asyncio.Semaphore | None = None
 
 
-class WorkerPool:
-    """Warm workers per profile key; at most ``pool_size`` per key at once."""
+class RunnerPool:
+    """Warm runners per profile key (image, memory, pids); at most ``pool_size`` per key at once."""
 
     def __init__(
         self,
-        start: Callable[[Hashable], Coroutine[Any, Any, Worker]],
+        start: Callable[[Hashable], Coroutine[Any, Any, RunnerHandle]],
         settings: SandboxSettings,
     ) -> None:
         self._start = start
@@ -584,7 +598,7 @@ class WorkerPool:
             self._slots[key] = slot
         return slot
 
-    async def acquire(self, key: Hashable) -> Worker:
+    async def acquire(self, key: Hashable) -> RunnerHandle:
         """A warm worker for ``key`` (started on demand).
 
         Raises:
@@ -595,7 +609,7 @@ class WorkerPool:
         slot = self._slot(key)
         assert slot.semaphore is not None
         await slot.semaphore.acquire()
-        acquired: Worker | None = None
+        acquired: RunnerHandle | None = None
         try:
             while slot.idle and acquired is None:
                 worker = slot.idle.popleft()
@@ -622,7 +636,7 @@ class WorkerPool:
             if acquired is None:  # start failed or was cancelled: give the slot back
                 slot.semaphore.release()
 
-    async def release(self, worker: Worker, reusable: bool) -> None:
+    async def release(self, worker: RunnerHandle, reusable: bool) -> None:
         """Return a worker; recycle it when it is used up, broken or suspicious."""
         slot = self._slot(worker.key)
         assert slot.semaphore is not None
@@ -660,7 +674,7 @@ class WorkerPool:
         slot.starting.append(task)
         task.add_done_callback(lambda done: self._refilled(slot, done))
 
-    def _refilled(self, slot: _Slot, task: asyncio.Task[Worker]) -> None:
+    def _refilled(self, slot: _Slot, task: asyncio.Task[RunnerHandle]) -> None:
         if task not in slot.starting:
             return  # claimed by a session, which got the worker (or the error)
         slot.starting.remove(task)
@@ -705,8 +719,8 @@ class WorkerPool:
     async def close(self) -> None:
         """Kill every worker, idle or busy, and wait for background tasks."""
         self._closed = True
-        workers: list[Worker] = []
-        starting: list[asyncio.Task[Worker]] = []
+        workers: list[RunnerHandle] = []
+        starting: list[asyncio.Task[RunnerHandle]] = []
         for slot in self._slots.values():
             workers.extend(slot.idle)
             workers.extend(slot.busy)
@@ -715,7 +729,7 @@ class WorkerPool:
             slot.busy.clear()
             slot.starting.clear()
         for result in await asyncio.gather(*starting, return_exceptions=True):
-            if isinstance(result, Worker):
+            if isinstance(result, RunnerHandle):
                 workers.append(result)
         await asyncio.gather(*(w.kill() for w in workers), return_exceptions=True)
         while self._background:
@@ -724,7 +738,7 @@ class WorkerPool:
 
 @contextlib.asynccontextmanager
 async def pooled_session(
-    pool: WorkerPool, key: Hashable, limits: Limits, settings: SandboxSettings
+    pool: RunnerPool, key: Hashable, limits: Limits, settings: SandboxSettings
 ) -> AsyncIterator[RunnerSandbox]:
     """Borrow a worker for one session; the work dir is wiped and the worker returned after."""
     worker = await pool.acquire(key)
@@ -754,3 +768,9 @@ def merge_limits(base: Limits, overrides: dict[str, Any]) -> Limits:
         return Limits.model_validate({**base.model_dump(), **overrides})
     except Exception as exc:
         raise BadInput(f"invalid sandbox limits {overrides!r}: {exc}") from None
+
+
+Worker = RunnerHandle
+"""Old name of :class:`RunnerHandle` (branches in flight may still say it)."""
+WorkerPool = RunnerPool
+"""Old name of :class:`RunnerPool`."""

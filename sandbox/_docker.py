@@ -42,11 +42,10 @@ from verifiers.errors import MissingDependency, SandboxUnavailable
 from ._base import Limits, SandboxProvider
 from ._client import (
     Channel,
-    RunnerLost,
+    RunnerHandle,
+    RunnerPool,
     RunnerSandbox,
     StreamChannel,
-    Worker,
-    WorkerPool,
     merge_limits,
 )
 from ._client import pooled_session as _pooled_session
@@ -157,6 +156,7 @@ def connect(settings: SandboxSettings, timeout: float = 60.0, pool: int = 10) ->
     """
     docker = _import_docker()
     try:
+        _unix_socket_answers(settings, timeout)
         # The SDK also keeps one pool per distinct URL (each container id makes new ones), up
         # to 25 (its num_pools argument is ignored for unix sockets): a bounded cache.
         kwargs: dict[str, Any] = {"timeout": int(timeout), "max_pool_size": pool}
@@ -175,6 +175,19 @@ def connect(settings: SandboxSettings, timeout: float = 60.0, pool: int = 10) ->
             retryable=False,
         ) from None
     return client
+
+
+def _unix_socket_answers(settings: SandboxSettings, timeout: float) -> None:
+    """Connect to the engine's unix socket (when the URL is one) and hang up; raises
+    ``OSError`` when nothing listens. The SDK's own connect leaks its socket when the
+    connection fails (an unclosed-socket ``ResourceWarning`` per try), so the "no engine"
+    case is decided here, with a socket that is always closed."""
+    url = settings.docker_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if not url.startswith(("unix://", "http+unix://")):
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        probe.connect(url.split("://", 1)[1])
 
 
 def engine_and_image_ready(settings: SandboxSettings, image: str = "python") -> bool:
@@ -235,12 +248,12 @@ def _job_path(runtime: Runtime | None) -> str:
     return f"{os.path.dirname(python)}:{BASE_PATH}"
 
 
-class _AttachChannel(Channel):
-    """The container's stdin/stdout over a hijacked attach connection (stdout multiplexed)."""
+class _AttachChannel(StreamChannel):
+    """The container's stdin/stdout over a hijacked attach connection (stdout multiplexed:
+    only reading differs from a plain stream)."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
+        super().__init__(reader, writer)
         self._buffer = bytearray()
 
     async def read_exactly(self, size: int) -> bytes:
@@ -254,16 +267,8 @@ class _AttachChannel(Channel):
         del self._buffer[:size]
         return data
 
-    async def write(self, data: bytes) -> None:
-        self._writer.write(data)
-        await self._writer.drain()
 
-    def close(self) -> None:
-        if not self._writer.is_closing():
-            self._writer.close()
-
-
-class _DockerWorker(Worker):
+class _DockerRunner(RunnerHandle):
     def __init__(
         self, channel: Channel, key: Hashable, provider: DockerProvider, cid: str, since: float
     ):
@@ -335,7 +340,7 @@ class DockerProvider(SandboxProvider):
         self._tags: dict[str, str] = {}
         self._runtimes: dict[str, tuple[Runtime | None, str]] = {}
         """Built tag -> its runtime (how its runner starts) and the runtime's preload source."""
-        self._pool = WorkerPool(self._start, self.settings)
+        self._pool = RunnerPool(self._start, self.settings)
         self._containers: set[str] = set()
         self._closed = False
         prune_containers(self._client)
@@ -486,7 +491,7 @@ class DockerProvider(SandboxProvider):
             raise
         return cid, sock, config
 
-    async def _start(self, key: Hashable) -> Worker:
+    async def _start(self, key: Hashable) -> RunnerHandle:
         assert isinstance(key, tuple) and len(key) == 3
         tag, memory_mb, pids = str(key[0]), int(key[1]), int(key[2])
         limits = self.settings.limits.model_copy(update={"memory_mb": memory_mb, "pids": pids})
@@ -533,21 +538,15 @@ class DockerProvider(SandboxProvider):
             if listener is not None
             else _AttachChannel(reader, writer)
         )
-        worker = _DockerWorker(channel, key, self, cid, since)
-        try:
-            bootstrap = runner_source() if listener is None else None
-            await worker.handshake(self.settings.start_timeout_s, config, bootstrap)
-        except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
-            await worker.kill()
-            raise SandboxUnavailable(
-                f"sandbox container {cid[:12]} did not start its runner: {exc!r}",
-                hint="run `verifiers sandbox check`",
-            ) from None
+        worker = _DockerRunner(channel, key, self, cid, since)
+        bootstrap = runner_source() if listener is None else None
+        what = f"sandbox container {cid[:12]} did not start its runner"
+        await worker.start(self.settings.start_timeout_s, config, what, bootstrap)
         return worker
 
     def _oom_evidence(self, cid: str, since: float) -> str | None:
         """Whether the engine recorded an OOM kill in container ``cid`` (see
-        ``_DockerWorker.loss_cause``). The ``oom`` event may trail the broken connection:
+        ``_DockerRunner.loss_cause``). The ``oom`` event may trail the broken connection:
         this waits up to ``_EVIDENCE_S`` for the container's end (``die``/``destroy``) and
         looks once more shortly after it. Containers are recycled after any OOM, so one in
         this container's history belongs to the current session."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from verifiers.errors import BadInput, InfraError
 
-from ._base import ExecResult, Limits, Sandbox, SandboxProvider
+from ._base import Command, ExecResult, Limits, Sandbox, SandboxProvider
 from ._client import merge_limits
 from ._settings import SandboxSettings
 
@@ -86,26 +86,15 @@ class FakeSandbox(Sandbox):
             raise BadInput(f"bad sandbox path {path!r}")
         return "/".join(parts)
 
-    async def exec(
-        self,
-        argv: list[str],
-        *,
-        stdin: bytes | None = None,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        limits: Limits | None = None,
-    ) -> ExecResult:
+    async def _exec(self, command: Command) -> ExecResult:
         self._check()
-        if isinstance(argv, str) or not argv:
-            raise BadInput("argv must be a non-empty list of strings (never a shell string)")
-        lim = limits or self.limits
+        lim = command.limits or self.limits
         call = FakeCall(
-            argv=list(argv),
-            stdin=stdin,
-            env=dict(env or {}),
-            cwd=cwd,
-            timeout=timeout if timeout is not None else lim.timeout_s,
+            argv=command.argv,
+            stdin=command.stdin,
+            env=command.env,
+            cwd=command.cwd,
+            timeout=command.timeout if command.timeout is not None else lim.timeout_s,
             limits=lim,
             image=self.image,
             files=dict(self.files),

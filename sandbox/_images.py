@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.errors import InfraError, SandboxUnavailable
+from verifiers.settings import env as setting
 
 from ._settings import SandboxSettings
 
@@ -76,7 +77,7 @@ class ImageDef:
 
 def image_dirs(settings: SandboxSettings) -> list[Path]:
     """Where image folders are looked up: settings, ``VERIFIERS_SANDBOX_IMAGES``, built-ins."""
-    extra = [Path(p) for p in os.environ.get("VERIFIERS_SANDBOX_IMAGES", "").split(os.pathsep)]
+    extra = [Path(p) for p in (setting("VERIFIERS_SANDBOX_IMAGES") or "").split(os.pathsep)]
     return [*settings.image_dirs, *[p for p in extra if str(p) not in ("", ".")], BUILTIN_DIR]
 
 
@@ -147,7 +148,7 @@ def _sources_entries() -> Iterable[tuple[str, list[str]]]:
 
 def debian_mirror() -> str:
     """The Debian mirror the host's apt uses for bookworm (``VERIFIERS_DEBIAN_MIRROR`` wins)."""
-    override = os.environ.get("VERIFIERS_DEBIAN_MIRROR")
+    override = setting("VERIFIERS_DEBIAN_MIRROR")
     if override:
         return override
     for uri, suites in _sources_entries():

@@ -37,14 +37,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verifiers.errors import SandboxUnavailable
+from verifiers.settings import env as setting
 
 from ._base import Limits, SandboxProvider
 from ._cgroups import RunnerCgroup, make_runner_cgroup
-from ._client import RunnerLost, RunnerSandbox, StreamChannel, Worker, WorkerPool, merge_limits
+from ._client import RunnerHandle, RunnerPool, RunnerSandbox, StreamChannel, merge_limits
 from ._client import pooled_session as _pooled_session
 from ._images import find_images, get_image
 from ._prune import hold_rootfs
-from ._runtimes import Runtime, load_runtime, ready_rootfs, runtime_for
+from ._runtimes import JOB_ENV, Runtime, load_runtime, ready_rootfs, runtime_for
 from ._settings import SandboxSettings
 
 __all__ = ["LocalProvider", "detect_isolation", "runner_source"]
@@ -240,7 +241,7 @@ class _ProcessChannel(StreamChannel):
         self.process = process
 
 
-class _LocalWorker(Worker):
+class _LocalRunner(RunnerHandle):
     def __init__(
         self, channel: _ProcessChannel, key: Hashable, cgroup: RunnerCgroup | None = None
     ) -> None:
@@ -294,7 +295,7 @@ class LocalProvider(SandboxProvider):
         self.isolation: Isolation = detect_isolation(self.settings.local_isolation)
         if self.isolation == "none":
             _warn_once()
-        self._pool = WorkerPool(self._start, self.settings)
+        self._pool = RunnerPool(self._start, self.settings)
         self._next_slot = 0
         self._roots: dict[str, tuple[Runtime, Path]] = {}
         self._holds: list[int] = []
@@ -369,15 +370,7 @@ class LocalProvider(SandboxProvider):
             "nproc": True,
             "python_fastpath": self.settings.python_fastpath,
             "path": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
-            "env": {
-                "LANG": "C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "PYTHONNOUSERSITE": "1",
-                "OPENBLAS_NUM_THREADS": "1",
-                "OMP_NUM_THREADS": "1",
-                "MKL_NUM_THREADS": "1",
-                "MPLBACKEND": "Agg",
-            },
+            "env": dict(JOB_ENV),
         }
         if self.isolation == "unshare" and os.geteuid() != 0:
             config["job_uid"] = 0  # only uid 0 is mapped in the user namespace
@@ -437,7 +430,7 @@ class LocalProvider(SandboxProvider):
         config["cgroup"] = cgroup.runner_config(inside)
         return cgroup.bwrap_binds(_CGROUP_MOUNT) if inside else []
 
-    async def _start(self, key: Hashable) -> Worker:
+    async def _start(self, key: Hashable) -> RunnerHandle:
         argv, config = self._command(key)
         cgroup = self._cgroups.pop(self._last_uid, None)
         try:
@@ -454,15 +447,9 @@ class LocalProvider(SandboxProvider):
             if cgroup is not None:
                 cgroup.remove()
             raise SandboxUnavailable(f"cannot start the local sandbox runner: {exc}") from None
-        worker = _LocalWorker(_ProcessChannel(process), key, cgroup)
-        try:
-            await worker.handshake(self.settings.start_timeout_s, config)
-        except (RunnerLost, TimeoutError, EOFError, OSError, ValueError) as exc:
-            await worker.kill()
-            raise SandboxUnavailable(
-                f"local sandbox runner did not start ({self.isolation}): {exc!r}",
-                hint="run `verifiers sandbox check`",
-            ) from None
+        worker = _LocalRunner(_ProcessChannel(process), key, cgroup)
+        what = f"local sandbox runner did not start ({self.isolation})"
+        await worker.start(self.settings.start_timeout_s, config, what)
         return worker
 
     def session(self, image: str = "python", **limits: Any) -> AbstractAsyncContextManager[Any]:
@@ -517,7 +504,7 @@ def _preload_for(image: str, settings: SandboxSettings) -> str:
 
 
 def _host_work_root() -> str:
-    base = os.environ.get("VERIFIERS_SANDBOX_WORKDIR") or "/tmp"
+    base = setting("VERIFIERS_SANDBOX_WORKDIR") or "/tmp"
     path = os.path.join(base, f"verifiers-sandbox-{os.getpid()}")
     os.makedirs(path, mode=0o755, exist_ok=True)
     return path

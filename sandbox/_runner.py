@@ -47,6 +47,7 @@ runner refuses every further session (``kind: "tainted"``): the host recycles it
 from __future__ import annotations
 
 import base64
+import dataclasses
 import errno
 import functools
 import hashlib
@@ -357,6 +358,8 @@ class Runner:
                 self.cgroup_dirs.get("memory", self.cgroup_dirs.get("unified", "")), "memory.stat"
             )
         self.jobs_started = 0
+        self.job_cgroup: list[str] = []
+        """The running job's own cgroups (one per hierarchy), empty between jobs."""
         self.scratch_baseline = self._scratch_snapshot()
         self.shmem_baseline = _shmem_bytes(self.cgroup_stat)
         self.workdir: str | None = None
@@ -373,6 +376,14 @@ class Runner:
         self.python_real = os.path.realpath(sys.executable)
         self._is_us: dict[tuple[str, str], bool] = {}
         self.ancestors = self._ancestors()
+        self.launcher: _Launcher | None = None
+        self.launcher_ok = (
+            bool(config.get("launcher", True))
+            and self.is_root
+            and self.job_uid != 0
+            and _SETRESUID >= 0
+        )
+        """Whether non-python jobs may start through a :class:`_Launcher` (``posix_spawn``)."""
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -773,25 +784,31 @@ class Runner:
         stdin_data = unb64(request["stdin"]) if request.get("stdin") else b""
 
         oom_before = _oom_kills()
-        job_cgroups = self.job_cgroups(limits)
+        job_cgroups = self.job_cgroup = self.job_cgroups(limits)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         started = time.monotonic()
         fast = self.fast_python(argv, env)
-        pid = self._spawn_fast(fast, env, cwd, limits, timeout, in_r, out_w, err_w) if fast else 0
+        job = _Job(argv, env, cwd, limits, timeout, (in_r, out_w, err_w))
+        pid = self._spawn_fast(fast, job) if fast else 0
+        via = self.zygote if pid else None
+        launched = False
         if pid == 0:
             fast = None
+            pid = self._spawn_launched(job)
+            via = self.launcher.sock if pid and self.launcher is not None else None
+            launched = via is not None
+        if pid == 0:
             pid = os.fork()
             if pid == 0:  # child: never returns
-                self._child(argv, env, cwd, limits, timeout, in_r, out_w, err_w)
+                self._child(job)
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         deadline = started + timeout
-        result = self._supervise(
-            pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, fast is not None
-        )
+        result = self._supervise(pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, via)
         duration = time.monotonic() - started
+        self.job_cgroup = []
         cgroup_oom, cgroup_left = self.release_job_cgroups(job_cgroups)
         result["leftover"] = max(0, int(result["leftover"])) + cgroup_left
         status, usage = result["status"], result["usage"]
@@ -823,23 +840,14 @@ class Runner:
             "peak_memory_mb": (usage.ru_maxrss / 1024.0) if usage is not None else 0.0,
             "leftover": result["leftover"],
             "fast": fast is not None,
+            "launched": launched,
         }
 
-    def _spawn_fast(
-        self,
-        fast: list[str],
-        env: dict[str, str],
-        cwd: str,
-        limits: dict[str, Any],
-        timeout: float,
-        in_r: int,
-        out_w: int,
-        err_w: int,
-    ) -> int:
+    def _spawn_fast(self, fast: list[str], job: _Job) -> int:
         """Have the zygote fork the job; returns its pid, or 0 when the zygote is gone."""
         assert self.zygote is not None
         spec_r, spec_w = os.pipe()
-        spec = {"fast": fast, "env": env, "cwd": cwd, "limits": limits, "timeout": timeout}
+        spec = {"fast": fast, **job.spec()}
         data = memoryview(json.dumps(spec).encode("utf-8"))
         # The job's spec goes into the pipe *before* the zygote forks, so the child reads it at
         # once instead of waiting for this process to be scheduled again (one hand-off less).
@@ -854,7 +862,7 @@ class Runner:
             os.close(spec_w)
             spec_w = -1
         try:
-            socket.send_fds(self.zygote, [b"F"], [in_r, out_w, err_w, spec_r])
+            socket.send_fds(self.zygote, [b"F"], [*job.stdio, spec_r])
             reply = _recv_exact(self.zygote, 4)
         except OSError:
             reply = b""
@@ -874,16 +882,7 @@ class Runner:
                 os.close(spec_w)
         return int(pid)
 
-    def _enter_job(
-        self,
-        cwd: str,
-        limits: dict[str, Any],
-        timeout: float,
-        in_r: int,
-        out_w: int,
-        err_w: int,
-        base_vm: int = 0,
-    ) -> None:
+    def _enter_job(self, job: _Job, base_vm: int = 0) -> None:
         """In the forked child: new session, job stdio only, rlimits, job uid, work dir.
 
         ``base_vm``: address space a preloaded zygote already maps (see ``_run_preload``);
@@ -896,15 +895,31 @@ class Runner:
         for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, signal.SIG_DFL)
         os.setsid()
-        os.dup2(in_r, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
+        for target, fd in enumerate(job.stdio):
+            os.dup2(fd, target)
         _close_other_fds()
         try:
             with open("/proc/self/oom_score_adj", "w") as handle:
                 handle.write("1000")
         except OSError:
             pass
+        _set_rlimits(self.rlimits(job.limits, job.timeout, base_vm))
+        for procs in job.limits.get("cgroup_procs") or ():
+            with open(str(procs), "w") as handle:  # joins the job's own cgroup
+                handle.write(str(os.getpid()))
+        if self.seccomp is not None and not self.seccomp.install():
+            raise OSError(errno.EPERM, "the job's seccomp filter was refused")
+        if self.is_root:
+            os.setgroups([])
+            os.setgid(self.job_gid)
+            os.setuid(self.job_uid)
+        os.umask(0o022)
+        os.chdir(job.cwd)
+
+    def rlimits(
+        self, limits: dict[str, Any], timeout: float, base_vm: int
+    ) -> tuple[tuple[int, int], ...]:
+        """The job's rlimits as ``(resource, value)`` pairs (soft = hard = value)."""
         memory = (int(limits.get("memory_mb", 512)) << 20) + base_vm
         cpu = limits.get("cpu_s")
         cpu_s = int(float(cpu) + 0.999) if cpu is not None else int(timeout) + 1
@@ -918,46 +933,111 @@ class Runner:
             settings.append((resource.RLIMIT_AS, memory))
         if self.nproc:
             settings.append((resource.RLIMIT_NPROC, int(limits.get("pids", 64))))
-        for which, value in settings:
-            try:
-                resource.setrlimit(which, (value, value))
-            except (ValueError, OSError):
-                soft, hard = resource.getrlimit(which)
-                if hard == resource.RLIM_INFINITY or value < hard:
-                    resource.setrlimit(which, (value, hard))
-        for procs in limits.get("cgroup_procs") or ():
-            with open(str(procs), "w") as handle:  # joins the job's own cgroup
-                handle.write(str(os.getpid()))
-        if self.seccomp is not None and not self.seccomp.install():
-            raise OSError(errno.EPERM, "the job's seccomp filter was refused")
-        if self.is_root:
-            os.setgroups([])
-            os.setgid(self.job_gid)
-            os.setuid(self.job_uid)
-        os.umask(0o022)
-        os.chdir(cwd)
+        return tuple(settings)
 
-    def _child(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        cwd: str,
-        limits: dict[str, Any],
-        timeout: float,
-        in_r: int,
-        out_w: int,
-        err_w: int,
-    ) -> None:
+    # .. launcher: non-python jobs by posix_spawn ...........................................
+
+    def _spawn_launched(self, job: _Job) -> int:
+        """Have the launcher ``posix_spawn`` the job; its pid, or 0: fork it here instead.
+
+        The launcher (see :class:`_Launcher`) already holds everything a job inherits (the
+        rlimits of this limits profile, seccomp, no new privileges, ``oom_score_adj``, no
+        groups, umask); it enters the job's cgroups, takes the job uid as its real uid for
+        the spawn only and spawns with ``setsid`` and default signals. Anything it cannot do
+        exactly as the fork path would (a command that does not exec, a cwd the job uid
+        cannot enter, a large spec) comes back as 0 and the fork path runs the job, with
+        its own error reporting.
+        """
+        if not self.launcher_ok:
+            return 0
+        profile = self.rlimits(job.limits, job.timeout, self.preload_vm)
+        for which, value in profile:
+            if which == resource.RLIMIT_AS and value < _vm_size() + (64 << 20):
+                return 0  # too tight for a copy of this process to run the spawn in
+        launcher = self.launcher
+        if launcher is not None and launcher.profile != profile:
+            self.retire_launcher()
+            launcher = None
+        if launcher is None:
+            launcher = self.launcher = self._start_launcher(profile)
+            if launcher is None:
+                return 0
+        procs = job.limits.get("cgroup_procs") or []
+        spec = json.dumps({**job.spec(), "procs": procs}).encode("utf-8")
+        if len(spec) > _LAUNCH_SPEC_MAX:
+            return 0
+        try:
+            # A job may have stopped it in the instant it ran as the job's uid; never wait.
+            os.kill(launcher.pid, signal.SIGCONT)
+            socket.send_fds(launcher.sock, [spec], list(job.stdio))
+            ready, _, _ = select.select([launcher.sock], [], [], _LAUNCH_REPLY_S)
+            reply = launcher.sock.recv(4) if ready else b""
+        except OSError:
+            reply = b""
+        if len(reply) != 4:
+            self.retire_launcher()
+            return 0
+        return int(struct.unpack(">i", reply)[0])
+
+    def _start_launcher(self, profile: tuple[tuple[int, int], ...]) -> _Launcher | None:
+        """Fork a launcher for jobs with these rlimits; None when it does not come up."""
+        homes = []
+        for parent in self.cgroup_dirs.values():
+            home = os.path.join(parent, "launcher")  # a leaf of its own (v2: no inner procs)
+            try:
+                os.mkdir(home)
+            except FileExistsError:
+                pass
+            except OSError:
+                return None
+            homes.append(os.path.join(home, "cgroup.procs"))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                _launcher_main(self, theirs, profile, homes)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.ancestors.add(pid)  # never swept as a job process
+        ready, _, _ = select.select([ours], [], [], _LAUNCH_REPLY_S)
+        try:
+            answer = ours.recv(16) if ready else b""
+        except OSError:
+            answer = b""
+        launcher = _Launcher(pid, ours, profile)
+        if answer != b"R":
+            self.launcher = launcher
+            self.retire_launcher()
+            self.launcher_ok = False  # this host does not let it set itself up: fork jobs
+            return None
+        return launcher
+
+    def retire_launcher(self) -> None:
+        """Stop using the launcher (killed, reaped); the next job starts a new one."""
+        launcher, self.launcher = self.launcher, None
+        if launcher is None:
+            return
+        launcher.sock.close()
+        try:
+            os.kill(launcher.pid, signal.SIGKILL)
+            os.waitpid(launcher.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+        self.ancestors.discard(launcher.pid)
+
+    def _child(self, job: _Job) -> None:
         code = 127
         try:
-            self._enter_job(cwd, limits, timeout, in_r, out_w, err_w, self.preload_vm)
+            self._enter_job(job, self.preload_vm)
             code = 126
-            os.execvpe(argv[0], argv, env)
+            os.execvpe(job.argv[0], job.argv, job.env)
         except OSError as exc:
             if exc.errno == errno.ENOENT:
                 code = 127
             try:
-                os.write(2, f"sandbox: cannot run {argv[0]!r}: {exc.strerror}\n".encode())
+                os.write(2, f"sandbox: cannot run {job.argv[0]!r}: {exc.strerror}\n".encode())
             except OSError:
                 pass
         finally:
@@ -1089,15 +1169,11 @@ class Runner:
                 chunks.append(chunk)
             os.close(spec_r)
             spec = json.loads(b"".join(chunks).decode("utf-8"))
-            self._enter_job(
-                str(spec["cwd"]),
-                dict(spec["limits"]),
-                float(spec["timeout"]),
-                in_r,
-                out_w,
-                err_w,
-                self.preload_vm,
+            stdio = (in_r, out_w, err_w)
+            job = _Job(
+                [], {}, str(spec["cwd"]), dict(spec["limits"]), float(spec["timeout"]), stdio
             )
+            self._enter_job(job, self.preload_vm)
             _set_dumpable(1)  # a normal process of the job uid, visible to the sweep
             code = _run_python(list(spec["fast"]), dict(spec["env"]))
         finally:
@@ -1112,8 +1188,11 @@ class Runner:
         err_r: int,
         deadline: float,
         cap: int,
-        via_zygote: bool = False,
+        via: socket.socket | None = None,
     ) -> dict[str, Any]:
+        """Collect the job's output until it is over; ``via``: the zygote's or launcher's
+        socket when that process forked the job (it reports the job's end), else None."""
+        via_zygote = via is not None
         sel = selectors.DefaultSelector()
         buffers = {out_r: bytearray(), err_r: bytearray()}
         truncated = False
@@ -1127,8 +1206,8 @@ class Runner:
         sel.register(err_r, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
         zygote_fd = -1
-        if via_zygote and self.zygote is not None:
-            zygote_fd = self.zygote.fileno()
+        if via is not None:
+            zygote_fd = via.fileno()
             sel.register(zygote_fd, selectors.EVENT_READ)
         if pending:
             sel.register(in_w, selectors.EVENT_WRITE)
@@ -1143,7 +1222,7 @@ class Runner:
             if status is None and now >= deadline:
                 timed_out = True
                 self._kill_group(pid)
-                status, usage = self._reap_fast() if via_zygote else self._reap(pid)
+                status, usage = self._reap_fast(via) if via is not None else self._reap(pid)
                 leftover = self.sweep(pid)
                 drain_until = time.monotonic() + 0.5
                 continue
@@ -1156,7 +1235,7 @@ class Runner:
                     sel.unregister(zygote_fd)
                     zygote_fd = -1
                     if status is None:
-                        status, usage = self._reap_fast()
+                        status, usage = self._reap_fast(via)
                         leftover = self.sweep(pid)
                         drain_until = time.monotonic() + 0.5
                     continue
@@ -1212,7 +1291,7 @@ class Runner:
                 except OSError:
                     pass
         if status is None:
-            status, usage = self._reap_fast() if via_zygote else self._reap(pid)
+            status, usage = self._reap_fast(via) if via is not None else self._reap(pid)
         return {
             "status": status,
             "usage": usage,
@@ -1242,15 +1321,19 @@ class Runner:
             time.sleep(0.01)
         return (signal.SIGKILL, None)
 
-    def _reap_fast(self) -> tuple[int, Any]:
-        """The zygote's report on the job it forked: (wait status, usage)."""
-        if self.zygote is not None:
-            ready, _, _ = select.select([self.zygote], [], [], 5.0)
-            data = _recv_exact(self.zygote, _ZYGOTE_DONE.size) if ready else b""
+    def _reap_fast(self, via: socket.socket | None) -> tuple[int, Any]:
+        """The zygote's (or launcher's) report on the job it forked: (wait status, usage)."""
+        if via is not None:
+            ready, _, _ = select.select([via], [], [], 5.0)
+            data = _recv_exact(via, _ZYGOTE_DONE.size) if ready else b""
             if len(data) == _ZYGOTE_DONE.size:
                 status, utime, stime, maxrss = _ZYGOTE_DONE.unpack(data)
                 return status, _Usage(utime, stime, maxrss)
-            self.zygote = None  # out of step with us: never use it again
+            # Out of step with us: never use it again.
+            if via is self.zygote:
+                self.zygote = None
+            elif self.launcher is not None and via is self.launcher.sock:
+                self.retire_launcher()
         return signal.SIGKILL, None
 
     def _ancestors(self) -> set[int]:
@@ -1290,9 +1373,24 @@ class Runner:
         return found
 
     def sweep(self, pgid: int | None) -> int:
-        """Kill every process of the job; returns how many survived (a tamper sign)."""
+        """Kill every process of the job; returns how many survived (a tamper sign).
+
+        During a job that has cgroups of its own (``pgid`` given), their member list is
+        the job, every process it started included (none can leave: the cgroup files are
+        root's): one read instead of a walk over ``/proc``. At the end of a session
+        (``pgid`` None) the full walk by uid runs as well.
+        """
         if pgid is not None:
             self._kill_group(pgid)
+            if self.job_cgroup:
+                path = self.job_cgroup[0]
+                survivors = self._kill_until_gone(
+                    functools.partial(_cg_members, path),
+                    rounds=50,
+                    pause=0.002,
+                    kill_all=functools.partial(_cg_write, path, "cgroup.kill", "1", optional=True),
+                )
+                return len(survivors)
         if not (self.is_root and self.job_uid != 0) and not self.private_pids:
             self._reap_children()
             return 0
@@ -1470,6 +1568,276 @@ class Runner:
         finally:
             os.close(fd)
         return {"data": b64(b"".join(chunks))}
+
+
+@dataclasses.dataclass
+class _Job:
+    """One command to start: what every start path (zygote, launcher, fork) needs, with the
+    child's ends of its stdin/stdout/stderr pipes."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    limits: dict[str, Any]
+    timeout: float
+    stdio: tuple[int, int, int]
+
+    def spec(self) -> dict[str, Any]:
+        """The JSON-able part, sent to the zygote's child or the launcher."""
+        return {name: getattr(self, name) for name in _JOB_SPEC}
+
+
+_JOB_SPEC = ("argv", "env", "cwd", "limits", "timeout")
+
+
+def _set_rlimits(settings: tuple[tuple[int, int], ...]) -> None:
+    """Set each ``(resource, value)`` as soft and hard limit (soft only under a lower hard)."""
+    for which, value in settings:
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            soft, hard = resource.getrlimit(which)
+            if hard == resource.RLIM_INFINITY or value < hard:
+                resource.setrlimit(which, (value, hard))
+
+
+_LAUNCH_SPEC_MAX = 1 << 16
+"""Largest job spec sent to the launcher in one datagram (larger: the fork path)."""
+_LAUNCH_REPLY_S = 10.0
+"""How long the runner waits for the launcher's answer before it gives up on it."""
+_LAUNCH_CPU_SHARE = 0.5
+"""The launcher retires once its own CPU time reaches this share of its ``RLIMIT_CPU``."""
+
+
+class _Launcher:
+    """The runner's handle on a launcher process: pid, socket, the rlimits it holds."""
+
+    def __init__(self, pid: int, sock: socket.socket, profile: tuple[tuple[int, int], ...]):
+        self.pid = pid
+        self.sock = sock
+        self.profile = profile
+
+
+def _launcher_attrs() -> tuple[Any, ...]:
+    """What a job of the launcher's real uid could change on it and its spawns inherit
+    (nice value, CPU affinity, scheduling policy and priority, I/O priority)."""
+    ioprio = -1
+    nr = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
+    if nr is not None:
+        try:
+            import ctypes
+
+            ioprio = int(ctypes.CDLL(None, use_errno=True).syscall(nr, 1, 0))  # IOPRIO_WHO_PROCESS
+        except (OSError, AttributeError):
+            pass
+    return (
+        os.getpriority(os.PRIO_PROCESS, 0),
+        frozenset(os.sched_getaffinity(0)),
+        os.sched_getscheduler(0),
+        os.sched_getparam(0).sched_priority,
+        ioprio,
+    )
+
+
+_SPAWN_SIGDEF = tuple(
+    s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)
+)
+
+
+def _launcher_main(
+    runner: Runner, sock: socket.socket, profile: tuple[tuple[int, int], ...], homes: list[str]
+) -> None:
+    """The launcher: a process forked from the runner that starts non-python jobs.
+
+    Why: ``fork`` of the runner copies its page tables, and a Python child touching its
+    objects copies pages again before ``exec`` throws them away: ~2-4 ms of CPU per job on a
+    2-core host, most of a ``run(["true"])``. ``posix_spawn`` (``vfork`` semantics) copies
+    nothing, but can set no rlimits, cgroup, seccomp or uid. So the launcher *is* the job's
+    parent state: it holds this profile's rlimits (soft = hard, it cannot raise them
+    again, hence one launcher per profile), the seccomp filter with no new privileges,
+    ``oom_score_adj`` 1000, no supplementary groups, umask 022 and no ambient capabilities;
+    per job it moves into the job's cgroups and, in a fresh thread, sets that thread's
+    *real* uid/gid to the job's and spawns with ``POSIX_SPAWN_RESETIDS`` (effective ids :=
+    real ids; ``exec`` copies them to the saved ids, so the job holds no root id and no
+    capability) and ``setsid``; then it goes back to its own cgroups.
+
+    Only that short-lived thread ever has the job's real uid: ``kill(-1)``, ``kill(ppid)``,
+    ``setpriority`` or ``sched_setaffinity`` on the launcher's pid are checked against its
+    main thread (uid 0, non-dumpable) and refused, and each spawn's thread is a fresh copy
+    of the main one. The runner still sends ``SIGCONT`` before each use, treats a lost
+    launcher as the job's own end (the next job gets a new one), and the launcher compares
+    its nice value, affinity, scheduling and I/O priority after each job and retires when
+    any changed. It reports each job's pid, then its wait status and usage, as the zygote
+    does.
+    """
+    signal.set_wakeup_fd(-1)
+    for sig in _SPAWN_SIGDEF:
+        if sig != signal.SIGCHLD:
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (OSError, ValueError, RuntimeError):
+                pass
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    keep = sock.fileno()
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    os.setgroups([])
+    with open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write("1000")
+    for home in homes:
+        with open(home, "w") as handle:
+            handle.write(str(os.getpid()))
+    _set_rlimits(profile)
+    cpu_limit = dict(profile).get(resource.RLIMIT_CPU, 1)
+    if runner.seccomp is not None and not runner.seccomp.install():
+        return
+    if _prctl:
+        _prctl[0](47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    os.umask(0o022)
+    attrs = _launcher_attrs()
+    uid, gid = runner.job_uid, runner.job_gid
+    sock.sendall(b"R")
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, _LAUNCH_SPEC_MAX, 3)
+        if not message or len(fds) != 3:
+            return
+        try:
+            spec = json.loads(message.decode("utf-8"))
+            pid, healthy = _launch_in_thread(spec, fds, uid, gid, homes)
+        except Exception:  # nothing was spawned: the fork path runs the job
+            pid, healthy = 0, False
+        for fd in fds:
+            os.close(fd)
+        sock.sendall(struct.pack(">i", pid))
+        if pid:
+            _, status, usage = os.wait4(pid, 0)
+            sock.sendall(
+                _ZYGOTE_DONE.pack(status, usage.ru_utime, usage.ru_stime, float(usage.ru_maxrss))
+            )
+        if not healthy or _launcher_attrs() != attrs:
+            return  # a job changed what later jobs would inherit, or we are not back home
+        if time.process_time() > cpu_limit * _LAUNCH_CPU_SHARE:
+            return  # near our own CPU limit: the runner starts a fresh launcher
+
+
+def _launch(
+    spec: dict[str, Any], fds: list[int], uid: int, gid: int, homes: list[str]
+) -> tuple[int, bool]:
+    """Spawn one job from the launcher (see :func:`_launcher_main`): (its pid or 0, whether
+    the launcher is back to uid 0 in its own cgroups). Raises only before any spawn."""
+    argv = [str(a) for a in spec["argv"]]
+    env = {str(k): str(v) for k, v in dict(spec["env"]).items()}
+    cwd = str(spec["cwd"])
+    procs = [str(p) for p in spec["procs"]]
+    in_r, out_w, err_w = fds
+    actions: list[tuple[int, ...]] = [
+        (os.POSIX_SPAWN_DUP2, in_r, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+        *((os.POSIX_SPAWN_CLOSE, fd) for fd in fds),
+    ]
+    exe = argv[0]
+    paths = [exe] if "/" in exe else [os.path.join(d, exe) for d in os.get_exec_path(env)]
+    me = str(os.getpid())
+    pid = 0
+    try:
+        for path in procs:
+            with open(path, "w") as handle:  # the job starts in its own cgroups
+                handle.write(me)
+        _thread_ids(_SETRESGID, gid)
+        _thread_ids(_SETRESUID, uid)
+        if os.access(cwd, os.X_OK):  # as the job (real ids): it must be able to enter it
+            os.chdir(cwd)
+            for path in paths:
+                try:
+                    pid = os.posix_spawn(
+                        path,
+                        argv,
+                        env,
+                        file_actions=actions,
+                        setsid=True,
+                        setsigmask=(),
+                        setsigdef=_SPAWN_SIGDEF,
+                        resetids=True,
+                    )
+                    break
+                except OSError:
+                    continue  # not runnable here: the fork path reports it as it always has
+    except Exception:
+        if pid:
+            return pid, False
+        raise
+    finally:
+        healthy = _launcher_home(homes if procs else [], me)
+    return pid, healthy
+
+
+def _launcher_home(homes: list[str], me: str) -> bool:
+    """Back to uid 0, ``/`` and the launcher's own cgroups; False when any step failed."""
+    ok = True
+    steps: list[Callable[[], object]] = [
+        lambda: _thread_ids(_SETRESUID, 0),
+        lambda: _thread_ids(_SETRESGID, 0),
+        lambda: os.chdir("/"),
+    ]
+    steps += [functools.partial(_cg_write, h.rsplit("/", 1)[0], "cgroup.procs", me) for h in homes]
+    for step in steps:
+        try:
+            step()
+        except OSError:
+            ok = False
+    if os.getresuid() != (0, 0, 0):
+        os._exit(1)  # never serve another job with a job's uid
+    return ok
+
+
+_SETRESUID, _SETRESGID = {"x86_64": (117, 119), "aarch64": (147, 149)}.get(
+    os.uname().machine, (-1, -1)
+)
+
+
+def _thread_ids(nr: int, ident: int) -> None:
+    """``setres[ug]id(ident, 0, 0)`` for the calling *thread* only (the raw system call:
+    glibc's wrapper changes every thread). Raises ``OSError`` when refused."""
+    import ctypes
+
+    if not _syscall:
+        _syscall.append(ctypes.CDLL(None, use_errno=True).syscall)
+    if nr < 0 or _syscall[0](nr, ident, 0, 0) != 0:
+        raise OSError(ctypes.get_errno() or errno.ENOSYS, "setres*id refused")
+
+
+_syscall: list[Any] = []
+
+
+def _launch_in_thread(
+    spec: dict[str, Any], fds: list[int], uid: int, gid: int, homes: list[str]
+) -> tuple[int, bool]:
+    """:func:`_launch` in a fresh thread: only that thread ever holds the job's real uid,
+    so ``kill(-1)`` or ``kill(getppid())`` from the job (checked against the launcher's
+    main thread, always uid 0) never reaches the launcher, and whatever a job sets on the
+    thread (nice, affinity) ends with it; the next spawn's thread copies the main one."""
+    import threading
+
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(_launch(spec, fds, uid, gid, homes))
+        except Exception as exc:
+            out.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join()
+    if isinstance(out[0], Exception):
+        raise out[0]
+    return tuple(out[0])  # type: ignore[return-value]
 
 
 _FAST_ENV = ("PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE", "PYTHONPATH")

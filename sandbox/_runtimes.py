@@ -77,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.errors import InfraError, SandboxUnavailable
+from verifiers.settings import env as setting
 
 from ._settings import SandboxSettings
 
@@ -330,7 +331,7 @@ def runtime_for(folder: Path) -> Runtime | None:
 def cache_dir() -> Path:
     """``VERIFIERS_SANDBOX_CACHE``, else ``/var/cache/verifiers-sandbox`` (root) or
     ``~/.cache/verifiers/sandbox``."""
-    override = os.environ.get("VERIFIERS_SANDBOX_CACHE")
+    override = setting("VERIFIERS_SANDBOX_CACHE")
     if override:
         path = Path(override)
     elif os.geteuid() == 0:

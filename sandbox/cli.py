@@ -96,19 +96,22 @@ def _smoke(kind: str, settings: SandboxSettings) -> tuple[bool, str, dict[str, A
 
 def _isolation_rows(kind: str, report: dict[str, Any]) -> list[tuple[str, bool, str]]:
     """What holds between two jobs of one warm runner, from the runner's own report."""
-    cgroup = report.get("job_cgroup")
-    if kind == "docker":
-        memory = (True, "the container's memory cgroup (memory = memory+swap), per session")
-    elif cgroup and cgroup.get("memory"):
-        memory = (True, f"a cgroup v{cgroup['version']} per job: all its processes together")
-    else:
-        memory = (False, "RLIMIT_AS per process only (no writable cgroup here: run as root)")
-    if kind == "docker":
-        pids = (True, "the container's pids cgroup")
-    elif cgroup and cgroup.get("pids"):
-        pids = (True, f"a cgroup v{cgroup['version']} per job")
-    else:
-        pids = (False, "RLIMIT_NPROC per uid only")
+    cgroup = report.get("job_cgroup") or {}
+
+    def per_job(controller: str, docker: str, ours: str, without: str) -> tuple[bool, str]:
+        if kind == "docker":
+            return True, docker
+        if cgroup.get(controller):
+            return True, f"a cgroup v{cgroup['version']} per job{ours}"
+        return False, without
+
+    memory = per_job(
+        "memory",
+        "the container's memory cgroup (memory = memory+swap), per session",
+        ": all its processes together",
+        "RLIMIT_AS per process only (no writable cgroup here: run as root)",
+    )
+    pids = per_job("pids", "the container's pids cgroup", "", "RLIMIT_NPROC per uid only")
     mqueue = str(report.get("mqueue", "?"))
     return [
         (f"{kind}: memory per job", *memory),

@@ -35,7 +35,6 @@ WARNINGS_NOT_YET_ERRORS = (
     "episodes",
     "ray",
     "rl_adapters",
-    "sandbox",
 )
 """Test folders or files (paths under tests/, sub-folders allowed) not yet run with
 ``filterwarnings = error`` (pyproject.toml): their warnings show as before. A folder's owner

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.sandbox import Limits, SandboxSettings
-from verifiers.sandbox._client import Channel, RunnerSandbox, Worker
+from verifiers.sandbox._client import Channel, RunnerHandle, RunnerSandbox
 from verifiers.sandbox._local import LocalProvider, _system_python
 from verifiers.sandbox._runner import HEADER, b64
 
@@ -95,7 +95,7 @@ class _NoChannel(Channel):
         pass
 
 
-class _Scripted(Worker):
+class _Scripted(RunnerHandle):
     def __init__(self, replies: list[dict[str, Any]]) -> None:
         super().__init__(_NoChannel(), "key")
         self.hello = {"root": "/work"}
@@ -123,12 +123,12 @@ def test_a_tainted_runner_hands_the_session_to_a_fresh_one_before_anything_runs(
     good = _Scripted(
         [{"ok": True, "replies": [{"ok": True, "workdir": "/work/job1"}, {"ok": True}, ran]}]
     )
-    released: list[tuple[Worker, bool]] = []
+    released: list[tuple[RunnerHandle, bool]] = []
 
-    async def release(worker: Worker, reusable: bool) -> None:
+    async def release(worker: RunnerHandle, reusable: bool) -> None:
         released.append((worker, reusable))
 
-    async def acquire() -> Worker:
+    async def acquire() -> RunnerHandle:
         return good
 
     async def main() -> None:
@@ -148,9 +148,9 @@ def test_a_tainted_runner_hands_the_session_to_a_fresh_one_before_anything_runs(
 
 def test_a_session_that_sends_nothing_costs_nothing() -> None:
     worker = _Scripted([])
-    released: list[tuple[Worker, bool]] = []
+    released: list[tuple[RunnerHandle, bool]] = []
 
-    async def release(w: Worker, reusable: bool) -> None:
+    async def release(w: RunnerHandle, reusable: bool) -> None:
         released.append((w, reusable))
 
     async def main() -> None:

@@ -211,6 +211,7 @@ def test_kill_9_of_the_owner_leaves_no_container(channel: str) -> None:
         assert client.api.inspect_container(cid)["State"]["Running"]
     os.kill(owner.pid, signal.SIGKILL)
     owner.wait(10)
+    owner.stdout.close()
 
     # The attach socket closes with the process: the runners see EOF and the containers go.
     deadline = time.monotonic() + 15
@@ -257,42 +258,22 @@ def test_prune_removes_dead_owners_only() -> None:
     client = docker.from_env()
     image = client.images.get("verifiers-sandbox/python:latest").id
     here = owner_namespace()
-    dead = client.api.create_container(
-        image,
-        ["sleep", "60"],
-        labels={
-            "verifiers.sandbox": "runner",
-            "verifiers.sandbox.owner": f"{os.uname().nodename}:999999:1",
-            NAMESPACE_LABEL: here,
-        },
-        user=str(JOB_UID),
-    )
+    dead_owner = f"{os.uname().nodename}:999999:1"
+
+    def runner_container(owner: str, namespace: str) -> Any:
+        labels = {"verifiers.sandbox": "runner", "verifiers.sandbox.owner": owner}
+        if namespace:
+            labels[NAMESPACE_LABEL] = namespace
+        return client.api.create_container(image, ["sleep", "60"], labels=labels, user=str(JOB_UID))
+
+    dead = runner_container(dead_owner, here)
     # The same dead PID, but in another PID namespace (or of an older version without the
     # namespace label): not ours to judge.
     elsewhere = [
-        client.api.create_container(
-            image,
-            ["sleep", "60"],
-            labels={
-                "verifiers.sandbox": "runner",
-                "verifiers.sandbox.owner": f"{os.uname().nodename}:999999:1",
-                **({NAMESPACE_LABEL: ns} if ns else {}),
-            },
-            user=str(JOB_UID),
-        )
-        for ns in (here.split(":")[0] + ":4026531999", "")
+        runner_container(dead_owner, ns) for ns in (here.split(":")[0] + ":4026531999", "")
     ]
     alive_owner = owner_label()
-    alive = client.api.create_container(
-        image,
-        ["sleep", "60"],
-        labels={
-            "verifiers.sandbox": "runner",
-            "verifiers.sandbox.owner": alive_owner,
-            NAMESPACE_LABEL: here,
-        },
-        user=str(JOB_UID),
-    )
+    alive = runner_container(alive_owner, here)
     try:
         assert prune_containers(client) >= 1
         assert not _exists(client, dead["Id"])

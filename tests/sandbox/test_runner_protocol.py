@@ -53,9 +53,11 @@ class RunnerProcess:
         return self.read()
 
     def close(self) -> int:
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
-        return self.proc.wait(timeout=10)
+        code = self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+        return code
 
 
 @pytest.fixture()
@@ -67,6 +69,9 @@ def runner() -> Iterator[RunnerProcess]:
     yield process
     if process.proc.poll() is None:
         process.close()
+    for stream in (process.proc.stdin, process.proc.stdout):
+        if stream is not None and not stream.closed:
+            stream.close()
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -318,3 +323,20 @@ def test_unclean_end_taints_the_runner(tmp_path: Any) -> None:
         assert refused.value.kind == "tainted"
     reply = runner.handle({"op": "batch", "ops": [{"op": "begin"}, {"op": "exec"}]})
     assert [r["kind"] for r in reply["replies"]] == ["tainted"]
+
+
+def test_non_python_jobs_start_from_the_launcher_and_fall_back_to_fork(
+    runner: RunnerProcess,
+) -> None:
+    """A root runner spawns plain commands from its launcher (``posix_spawn``); a command
+    that does not exec is run by the fork path, which reports it as it always has."""
+    assert runner.call(op="begin")["ok"]
+    replies = [
+        runner.call(op="exec", argv=["true"]),
+        runner.call(op="exec", argv=["sh", "-c", "exit 3"]),
+        runner.call(op="exec", argv=["missing-command"]),
+    ]
+    assert [r["returncode"] for r in replies] == [0, 3, 127], replies
+    assert b"missing-command" in unb64(replies[2]["stderr"])
+    want = [True, True, False] if os.geteuid() == 0 else [False, False, False]
+    assert [r["launched"] for r in replies] == want, replies
