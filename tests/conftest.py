@@ -29,7 +29,6 @@ def _enabled(config: pytest.Config) -> set[str]:
 
 
 WARNINGS_NOT_YET_ERRORS = (
-    "domains/godot",
     "domains/render",
     "episodes",
     "ray",
