@@ -320,7 +320,7 @@ def adapter_overhead(
         return None
 
     # the fixed cost every sync adapter call pays: one round trip to the engine's loop thread
-    cases["(Scorer thread round trip, no work)"] = lambda: scorer._submit(noop()).result()
+    cases["(Scorer thread round trip, no work)"] = lambda: scorer.run(noop())
     samples: dict[str, list[float]] = {name: [] for name in cases}
     cpu: dict[str, list[float]] = {name: [] for name in cases}
     for fn in cases.values():  # warm-up: workers, sandboxes, imports

@@ -395,7 +395,7 @@ def make_reward_func(
     async def run(
         request: OpenRLHFRequest, items: list[dict[str, Any] | Result]
     ) -> OpenRLHFResponse:
-        return await scoring.score(request, await scorer._score(items))
+        return await scoring.score(request, await scorer.score_async(items))
 
     def reward_func(
         queries: list[str], prompts: list[str], labels: list[Any] | None = None, **kwargs: Any
@@ -403,7 +403,7 @@ def make_reward_func(
         import torch
 
         request = OpenRLHFRequest(query=list(queries), prompts=list(prompts), labels=labels)
-        response = scorer._submit(run(request, scoring.items(request))).result()
+        response = scorer.run(run(request, scoring.items(request)))
         rewards = torch.tensor(response.rewards, dtype=torch.float32)
         return {
             "rewards": rewards,

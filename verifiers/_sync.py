@@ -12,7 +12,11 @@ await it (:meth:`SyncEngine.score_async`) without blocking their own loop. That 
 sync facade's rule (never nest event loops, never ``nest_asyncio``) instead of bending it.
 
 Everything that is not I/O (settings, the error boundary, ordering, the cache) is the
-engine's own: this class only owns the thread.
+engine's own: this class only owns the thread. The trainer adapters build on it
+(:class:`verifiers.rl_adapters.Scorer` is this class with ``machine_concurrency="auto"``) and
+use only its public methods: :meth:`SyncEngine.submit` to start a batch and collect it later
+(TRL scores a batch once for all of its reward functions), :meth:`SyncEngine.run` to run
+their own coroutine next to the engine (OpenRLHF's group rendezvous waits on this loop).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._machine import MachineSlots
+from ._machine import MachineConcurrency, MachineSlots, machine_slots_for
 from .context import SandboxProvider
 from .engine import Engine, EngineSettings, Item
 from .types import Result
@@ -50,8 +54,10 @@ class SyncEngine:
         sandboxes: A sandbox provider to use instead of opening ``settings.sandbox``.
         machine_concurrency: Items judged at once across every process of this machine that
             uses the same ``machine_key`` (the ranks of one trainer); ``None`` or ``0``: no
-            machine-wide limit, only this engine's own ``concurrency``. Passed to the engine
-            as its ``machine_slots`` option.
+            machine-wide limit, only this engine's own ``concurrency``; ``"auto"``: on where
+            this process shares the machine with others of its job (see
+            :data:`~verifiers._machine.MachineConcurrency`). Passed to the engine as its
+            ``machine_slots`` option.
         machine_key: Names the machine-wide budget; processes sharing it share the limit.
 
     Close it with :meth:`close` (or ``with SyncEngine() as engine``); an ``atexit`` hook
@@ -73,13 +79,13 @@ class SyncEngine:
         *,
         base_dir: Path | str | None = None,
         sandboxes: SandboxProvider | None = None,
-        machine_concurrency: int | None = None,
+        machine_concurrency: MachineConcurrency = None,
         machine_key: str = "default",
     ) -> None:
         self.settings = settings or EngineSettings.from_env()
         self.base_dir = base_dir
-        self.machine_slots = (
-            MachineSlots(machine_concurrency, key=machine_key) if machine_concurrency else None
+        self.machine_slots: MachineSlots | None = machine_slots_for(
+            machine_concurrency, self.settings.concurrency, machine_key
         )
         self._sandboxes = sandboxes
         self._lock = threading.Lock()
@@ -106,8 +112,38 @@ class SyncEngine:
         return self.score([item])[0]
 
     async def score_async(self, items: Iterable[Item]) -> list[Result]:
-        """Score ``items`` from any event loop without blocking it; results in input order."""
+        """Score ``items`` from any event loop without blocking it; results in input order.
+
+        From a coroutine already on this engine's own loop (one passed to :meth:`run`) it
+        awaits the engine directly.
+        """
+        if self._thread is not None and threading.current_thread() is self._thread:
+            return await self._score(list(items))
         return await asyncio.wrap_future(self._submit(self._score(list(items))))
+
+    def submit(self, items: Iterable[Item]) -> Future[list[Result]]:
+        """Start scoring ``items`` and return at once; the future holds the results in order.
+
+        For a caller that hands the same batch to several consumers (TRL calls one reward
+        function per component): score once, and let each wait on the future (``.result()``,
+        or ``await asyncio.wrap_future(future)`` in a loop).
+
+        Raises:
+            RuntimeError: the engine is closed, or this is called from its own loop thread.
+        """
+        return self._submit(self._score(list(items)))
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on this engine's loop and block until it finishes; its result.
+
+        For callers that combine scoring (``await engine.score_async(...)`` inside ``coro``)
+        with async state of their own that must live on one loop for every calling thread
+        (OpenRLHF's group rendezvous: each rollout's thread waits for its group-mates there).
+
+        Raises:
+            RuntimeError: the engine is closed, or this is called from its own loop thread.
+        """
+        return self._submit(coro).result()
 
     async def _score(self, items: list[Item]) -> list[Result]:
         if self._engine is None:

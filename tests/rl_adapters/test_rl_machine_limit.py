@@ -202,16 +202,15 @@ def test_auto_limit_holds_across_ray_actors_on_one_node(tmp_path: Path) -> None:
 
 
 def test_auto_turns_on_in_a_ray_worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from verifiers.rl_adapters._scorer import resolve_machine_slots
-
     from verifiers import EngineSettings
+    from verifiers._machine import machine_slots_for
 
     for name in ("LOCAL_WORLD_SIZE", "LOCAL_SIZE", "VERIFIERS_MACHINE_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("VERIFIERS_LOCK_DIR", str(tmp_path))
     settings = EngineSettings(concurrency=3)
     monkeypatch.delenv("RAY_RAYLET_PID", raising=False)
-    assert resolve_machine_slots("auto", settings, "k") is None
+    assert machine_slots_for("auto", settings.concurrency, "k") is None
     monkeypatch.setenv("RAY_RAYLET_PID", "4242")
-    slots = resolve_machine_slots("auto", settings, "k")
+    slots = machine_slots_for("auto", settings.concurrency, "k")
     assert slots is not None and slots.slots == 3
