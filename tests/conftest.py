@@ -31,8 +31,6 @@ def _enabled(config: pytest.Config) -> set[str]:
 WARNINGS_NOT_YET_ERRORS = (
     "domains",
     "episodes",
-    "ray",
-    "rl_adapters",
     "sandbox",
     "test_packaging.py",
 )

@@ -17,6 +17,16 @@ engine's own: this class only owns the thread. The trainer adapters build on it
 use only its public methods: :meth:`SyncEngine.submit` to start a batch and collect it later
 (TRL scores a batch once for all of its reward functions), :meth:`SyncEngine.run` to run
 their own coroutine next to the engine (OpenRLHF's group rendezvous waits on this loop).
+
+The fast path: a verdict that needs no waiting (an inline verifier such as ``answer.numeric``,
+a bad input) is made on the caller's own thread, by the engine's own preparation step
+(``Engine._prepare``: the same validation, resolution, error boundary and stamp as on the
+loop), so a call whose items are all such verdicts never hops threads. The hop costs more
+than the verdict (about 90 us of CPU against 30-100 us per inline item on this machine), and
+veRL calls ``compute_score`` once per sample. As soon as one item needs judging (a sandbox, a
+worker process, a deadline), the whole call goes to the loop as before, in order; nothing is
+made twice (the verdicts made here travel with the call as ready results). With
+``fail_fast_after`` set every call takes the loop, where the engine watches for streaks.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import threading
 from collections.abc import Coroutine, Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ._machine import MachineConcurrency, MachineSlots, machine_slots_for
 from .context import SandboxProvider
@@ -105,7 +115,12 @@ class SyncEngine:
         Raises:
             RuntimeError: the engine is closed, or this is called from its own loop thread.
         """
-        return self._submit(self._score(list(items))).result()
+        batch = list(items)
+        self._check_caller()
+        ready = self._ready(batch)
+        if ready is not None:
+            return ready
+        return self._submit(self._score(batch)).result()
 
     def score_one(self, item: Item) -> Result:
         """Score one item (blocking)."""
@@ -117,9 +132,13 @@ class SyncEngine:
         From a coroutine already on this engine's own loop (one passed to :meth:`run`) it
         awaits the engine directly.
         """
+        batch = list(items)
+        ready = self._ready(batch)
+        if ready is not None:
+            return ready
         if self._thread is not None and threading.current_thread() is self._thread:
-            return await self._score(list(items))
-        return await asyncio.wrap_future(self._submit(self._score(list(items))))
+            return await self._score(batch)
+        return await asyncio.wrap_future(self._submit(self._score(batch)))
 
     def submit(self, items: Iterable[Item]) -> Future[list[Result]]:
         """Start scoring ``items`` and return at once; the future holds the results in order.
@@ -131,7 +150,14 @@ class SyncEngine:
         Raises:
             RuntimeError: the engine is closed, or this is called from its own loop thread.
         """
-        return self._submit(self._score(list(items)))
+        batch = list(items)
+        self._check_caller()
+        ready = self._ready(batch)
+        if ready is not None:
+            done: Future[list[Result]] = Future()
+            done.set_result(ready)
+            return done
+        return self._submit(self._score(batch))
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on this engine's loop and block until it finishes; its result.
@@ -146,14 +172,47 @@ class SyncEngine:
         return self._submit(coro).result()
 
     async def _score(self, items: list[Item]) -> list[Result]:
-        if self._engine is None:
-            self._engine = Engine(
-                self.settings,
-                base_dir=self.base_dir,
-                sandboxes=self._sandboxes,
-                machine_slots=self.machine_slots,
-            )
-        return await self._engine.score(items)
+        return await self._engine_now().score(items)
+
+    def _engine_now(self) -> Engine:
+        """The one engine, made on first use (on any thread: making it touches no loop)."""
+        engine = self._engine
+        if engine is None:
+            with self._lock:
+                if self._engine is None:
+                    self._engine = Engine(
+                        self.settings,
+                        base_dir=self.base_dir,
+                        sandboxes=self._sandboxes,
+                        machine_slots=self.machine_slots,
+                    )
+                engine = self._engine
+        return engine
+
+    def _ready(self, items: list[Item]) -> list[Result] | None:
+        """Every item's verdict, made on this thread, when none needs waiting; else ``None``.
+
+        Each verdict made replaces its item in ``items`` (the caller's own copy): when a later
+        item needs the loop, the engine passes the ready results through in place, so no
+        verdict is made twice.
+
+        Raises:
+            RuntimeError: the engine is closed.
+        """
+        self._ensure_loop()  # refuses a closed engine; the loop is needed to close it later
+        if self.settings.fail_fast_after or not items:
+            return None
+        engine = self._engine_now()
+        for index, item in enumerate(items):
+            ready = engine._prepare(item)
+            if not isinstance(ready, Result):
+                return None
+            items[index] = ready  # a later fallback to the loop passes it through as it is
+        return cast("list[Result]", items)
+
+    def _check_caller(self) -> None:
+        if self._thread is not None and threading.current_thread() is self._thread:
+            raise RuntimeError("SyncEngine called from its own loop thread (re-entrant use)")
 
     # -- lifecycle ---------------------------------------------------------------------
 
