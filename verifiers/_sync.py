@@ -115,12 +115,7 @@ class SyncEngine:
         Raises:
             RuntimeError: the engine is closed, or this is called from its own loop thread.
         """
-        batch = list(items)
-        self._check_caller()
-        ready = self._ready(batch)
-        if ready is not None:
-            return ready
-        return self._submit(self._score(batch)).result()
+        return self.submit(items).result()
 
     def score_one(self, item: Item) -> Result:
         """Score one item (blocking)."""

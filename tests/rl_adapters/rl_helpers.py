@@ -71,6 +71,32 @@ class Slow(Verifier[SlowSpec]):
 _register("rltest.contains", Contains)
 _register("rltest.slow", Slow)
 
+# The code task the real-trainer tests share (OpenRLHF, veRL, veRL over Ray): ``add(a, b)``
+# with two assert tests, a broken task (an unknown test kind: the verifier cannot judge it),
+# and eight responses that pass, fail, do not parse, or exit before the tests run.
+ADD_TESTS = "def check(f):\n    assert f(1, 2) == 3\n    assert f(2, 2) == 4\n"
+ADD_TASK: dict[str, Any] = {
+    "verifier": "code.tests",
+    "spec": {"tests": {"kind": "assert", "entry_point": "add", "code": ADD_TESTS}},
+}
+BROKEN_TASK: dict[str, Any] = {
+    "verifier": "code.tests",
+    "spec": {"tests": {"kind": "no-such-kind"}},
+}
+ADD_RESPONSES = [
+    f"```python\n{body}\n```"
+    for body in (
+        "def add(a, b):\n    return a + b",
+        "def add(a, b):\n    return a * b",
+        "def add(a, b) return",
+        "def add(a, b):\n    return a + b",
+        "def add(a, b):\n    return b + a",
+        "import os\nos._exit(0)",
+        "def add(a, b):\n    return a - b",
+        "def add(a, b):\n    return a + b",
+    )
+]
+
 
 def max_overlap(path: str) -> int:
     """Most intervals open at one instant in a log written by ``rltest.slow``."""
