@@ -62,7 +62,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
@@ -86,6 +85,7 @@ from verifiers.rl_adapters._scorer import MachineConcurrency, Scorer
 
 from verifiers.engine import EngineSettings
 from verifiers.errors import InvalidSettings
+from verifiers.settings import env
 from verifiers.types import Result
 
 __all__ = [
@@ -433,7 +433,7 @@ ENV_SETTINGS = (
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: Any) -> Any:
-    raw = os.environ.get(name, "").strip()
+    raw = (env(name) or "").strip()
     if not raw:
         return default
     try:
@@ -448,15 +448,15 @@ def env_reward_func() -> Callable[..., dict[str, Any]]:
     Raises:
         ValueError: a malformed variable, naming it.
     """
-    spec_text = os.environ.get("VERIFIERS_SPEC")
+    spec_text = env("VERIFIERS_SPEC")
     try:
         spec = json.loads(spec_text) if spec_text else None
     except json.JSONDecodeError as exc:
         raise ValueError(f"VERIFIERS_SPEC is not JSON: {exc.msg} at char {exc.pos}") from None
     return make_reward_func(
-        verifier=os.environ.get("VERIFIERS_VERIFIER") or None,
+        verifier=env("VERIFIERS_VERIFIER") or None,
         spec=spec,
-        components=parse_components(os.environ.get("VERIFIERS_COMPONENTS"), "VERIFIERS_COMPONENTS"),
+        components=parse_components(env("VERIFIERS_COMPONENTS"), "VERIFIERS_COMPONENTS"),
         group_size=_env_number("VERIFIERS_GROUP_SIZE", int, None),
         group_wait_s=_env_number("VERIFIERS_GROUP_WAIT_S", float, 60.0),
         invalid_score=_env_number("VERIFIERS_INVALID_SCORE", float, None),
