@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 from typing import Any
@@ -118,6 +119,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_until_healthy(url: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
+    """Poll ``url/healthz`` until it answers 200; fail with the server's stderr if it exits
+    first (a ``verifiers serve`` process started with ``stderr=PIPE``, text mode)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read() if proc.stderr else "the server exited")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.1)
 
 
 class LiveServer:

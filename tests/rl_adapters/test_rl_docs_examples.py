@@ -33,7 +33,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -249,20 +248,10 @@ def test_serve_example_runs_as_written() -> None:
         [sys.executable, "-m", "verifiers.cli", *argv[1:]],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        import httpx
-
-        while True:
-            assert server.poll() is None, server.stderr.read() if server.stderr else ""
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.2)
+        rl_helpers.wait_until_healthy(f"http://127.0.0.1:{port}", server)
         done = subprocess.run(
             ["bash", "-c", _sub(curl, "localhost:8000", f"localhost:{port}")],
             capture_output=True,
@@ -273,8 +262,9 @@ def test_serve_example_runs_as_written() -> None:
         [result] = json.loads(done.stdout)["results"]
         assert result["id"] == "a" and result["reward"] == 1.0
     finally:
-        server.terminate()
-        server.wait(timeout=60)
+        with server:  # closes its stderr pipe
+            server.terminate()
+            server.wait(timeout=60)
 
 
 DEEPSPEED_RANK_DATA = """

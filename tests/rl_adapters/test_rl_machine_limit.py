@@ -120,10 +120,11 @@ def test_slots_exclude_within_a_process_and_free_on_holder_death(tmp_path: Path)
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    assert slots.try_acquire() is None
-    holder.kill()
-    holder.wait()
+    with holder:  # closes its stdout pipe
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert slots.try_acquire() is None
+        holder.kill()
+        holder.wait()
     fd = slots.try_acquire()
     assert fd is not None
     slots.release(fd)
