@@ -64,7 +64,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 from verifiers.rl_adapters._extra import (
@@ -354,18 +354,24 @@ class OpenRLHFScoring:
         return self.response(results, await self.values(request, results))
 
 
+class _ScoringOptions(TypedDict, total=False):
+    """:class:`OpenRLHFScoring`'s arguments, as :func:`make_reward_func` takes them."""
+
+    verifier: str | None
+    spec: Mapping[str, Any] | None
+    invalid_score: float | None
+    eos_tokens: Sequence[str]
+    components: Sequence[str] | None
+    group_size: int | None
+    group_wait_s: float
+
+
 def make_reward_func(
     *,
-    verifier: str | None = None,
-    spec: Mapping[str, Any] | None = None,
-    invalid_score: float | None = None,
-    eos_tokens: Sequence[str] = DEFAULT_EOS_TOKENS,
-    components: Sequence[str] | None = None,
-    group_size: int | None = None,
-    group_wait_s: float = 60.0,
     settings: EngineSettings | None = None,
     machine_concurrency: MachineConcurrency = "auto",
     machine_key: str = "default",
+    **options: Unpack[_ScoringOptions],
 ) -> Callable[..., dict[str, Any]]:
     """A ``reward_func(queries, prompts, labels, **kwargs)`` for OpenRLHF's file mode.
 
@@ -373,20 +379,21 @@ def make_reward_func(
     one rollout per call) and scores through one long-lived engine; the group rendezvous runs
     on that engine's loop, so only an unjudged rollout's thread waits for its group.
 
+    Args:
+        settings: Engine settings (default: ``EngineSettings.from_env()``).
+        machine_concurrency: The machine-wide limit (see
+            :data:`verifiers.rl_adapters.MachineConcurrency`).
+        machine_key: Names the machine-wide budget.
+        **options: :class:`OpenRLHFScoring`'s arguments (``verifier``, ``spec``,
+            ``invalid_score``, ``eos_tokens``, ``components``, ``group_size``,
+            ``group_wait_s``), with its defaults.
+
     Raises:
         InvalidSettings: a configuration that could only hand OpenRLHF a NaN for an unjudged
             rollout (no ``group_size`` and no finite ``invalid_score``; ``group_size=1``
             without one; see the module docstring). A ``ValueError`` too.
     """
-    scoring = OpenRLHFScoring(
-        verifier=verifier,
-        spec=spec,
-        invalid_score=invalid_score,
-        eos_tokens=eos_tokens,
-        components=components,
-        group_size=group_size,
-        group_wait_s=group_wait_s,
-    )
+    scoring = OpenRLHFScoring(**options)
     problem = scoring.problem()
     if problem is not None:
         raise InvalidSettings([f"OpenRLHF reward function: {problem}"])
