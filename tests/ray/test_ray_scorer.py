@@ -302,8 +302,9 @@ def test_a_dead_holders_lease_expires_when_its_driver_died_too(
             time.sleep(0.2)
         assert state["expired"] == 1
     finally:
-        if driver.poll() is None:
-            driver.kill()
+        with driver:  # closes its stdout pipe
+            if driver.poll() is None:
+                driver.kill()
         ray.kill(ray.get_actor(name, namespace="verifiers"))
 
 

@@ -25,6 +25,7 @@ that says how it runs and which names are placeholders; a block without one fail
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import math
@@ -165,7 +166,12 @@ def test_verl_manager_config_builds_the_manager(tmp_path: Path) -> None:
     config = OmegaConf.merge(_config(str(tok_dir), {}), OmegaConf.from_dotlist(_dotlist(block)))
     cls = resolve_reward_manager_cls(config)  # veRL's own importlib hook
     assert cls is VerifiersRewardManager
-    manager = cls(config, AutoTokenizer.from_pretrained(tok_dir), None)
+    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+
+    async def build() -> Any:  # inside a loop, as veRL's reward worker builds it: outside
+        return cls(config, tokenizer, None)  # one, veRL would make a loop nobody closes
+
+    manager = asyncio.run(build())
     assert manager.components == ("tests_passed",) and manager.groups.size == 8
 
 
@@ -180,8 +186,6 @@ def test_verl_compute_score_config_scores_a_sample(tmp_path: Path) -> None:
     config = OmegaConf.merge(_config(str(tmp_path), {}), OmegaConf.from_dotlist(_dotlist(block)))
     fn = get_custom_reward_fn(config)  # veRL's own loader, with its reward_kwargs partial
     assert fn is not None
-    import asyncio
-
     out = asyncio.run(fn(data_source="x", solution_str="so 42", ground_truth="42", extra_info={}))
     assert out["score"] == 1.0 and out["tests_passed"] == 0.0  # the fixed key set
 
