@@ -139,6 +139,28 @@ def load_baseline(directory: str) -> dict[str, ModuleType]:
     return modules
 
 
+def _round_robin(
+    cases: dict[str, Callable[[], Any]], repeats: int, fresh: Callable[[int], None]
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds of every call: one warm-up call per case, then ``repeats`` rounds
+    that each call every case once (so drift hits all alike); ``fresh(n)`` runs before the
+    n-th measured call (new task strings: see :func:`_fresh`)."""
+    wall: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
+    for fn in cases.values():  # warm-up: workers, sandboxes, imports
+        fn()
+    calls = 0
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            calls += 1
+            fresh(calls)
+            started, cpu_started = time.perf_counter(), time.process_time()
+            fn()
+            wall[name].append(time.perf_counter() - started)
+            cpu[name].append(time.process_time() - cpu_started)
+    return wall, cpu
+
+
 def _verl_manager_case(
     completions: list[str], infos: Callable[[], list[dict[str, Any]]], sandbox: str, loop: Any
 ) -> Callable[[], Any] | None:
@@ -320,21 +342,14 @@ def adapter_overhead(
         return None
 
     # the fixed cost every sync adapter call pays: one round trip to the engine's loop thread
-    cases["(Scorer thread round trip, no work)"] = lambda: scorer._submit(noop()).result()
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    cpu: dict[str, list[float]] = {name: [] for name in cases}
-    for fn in cases.values():  # warm-up: workers, sandboxes, imports
-        fn()
-    calls = 0
-    for _ in range(repeats):
-        for name, fn in cases.items():
-            calls += 1
-            tasks = _fresh(base_tasks, calls)
-            infos = [{"task": t} for t in tasks]
-            started, cpu_started = time.perf_counter(), time.process_time()
-            fn()
-            samples[name].append(time.perf_counter() - started)
-            cpu[name].append(time.process_time() - cpu_started)
+    cases["(Scorer thread round trip, no work)"] = lambda: scorer.run(noop())
+
+    def fresh(call: int) -> None:
+        nonlocal tasks, infos
+        tasks = _fresh(base_tasks, call)
+        infos = [{"task": t} for t in tasks]
+
+    samples, cpu = _round_robin(cases, repeats, fresh)
     loop.run_until_complete(engine.aclose())
     loop.close()
     for close in closers:
@@ -456,17 +471,12 @@ def adapter_work(
         cases[f"{label}DeepSpeed rows + values"] = ds_work
         cases[f"{label}veRL batch rows + dicts"] = verl_work
         cases[f"{label}OpenRLHF rows + response"] = orlhf_work
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for fn in cases.values():
-        fn()
-    calls = 0
-    for _ in range(repeats):
-        for name, fn in cases.items():
-            calls += 1
-            tasks = _fresh(base_tasks, calls)
-            started = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - started)
+
+    def fresh(call: int) -> None:
+        nonlocal tasks
+        tasks = _fresh(base_tasks, call)
+
+    samples, _ = _round_robin(cases, repeats, fresh)
     out = []
     for name, values in samples.items():
         median = statistics.median(values)

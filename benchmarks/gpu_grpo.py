@@ -25,10 +25,16 @@ import argparse
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+# the tiny-model helpers the TRL tests use (tests/tiny_trl.py): one tokenizer recipe
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import tiny_trl
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -58,30 +64,14 @@ def _prompt(name: str) -> str:
 
 
 def _tokenizer() -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     corpus = []
     for name, (code, body) in TESTS.items():
         corpus.append(_prompt(name) + f" {body}\n```\n")
         corpus.append(code)
     corpus = corpus * 40 + ["def f(x):\n    return x + 1\nprint(f(2))\n"] * 40
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        corpus,
-        trainers.BpeTrainer(
-            vocab_size=512,
-            special_tokens=["<pad>", "<s>", "</s>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
+    return tiny_trl.train_tokenizer(
+        corpus, vocab_size=512, specials=["<pad>", "<s>", "</s>"], eos_token="</s>"
     )
-    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>"
-    )
-    tokenizer.padding_side = "left"
-    return tokenizer
 
 
 def _model(tokenizer: Any, tiny: bool) -> Any:

@@ -37,20 +37,18 @@ from typing import Any
 # the folder so that ``import ray`` finds Ray, not this benchmark.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from verifiers import Engine, EngineSettings  # noqa: E402
+from verifiers import Engine, EngineSettings, Trajectory  # noqa: E402
+from verifiers.io import read_trajectories  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _items(n: int, salt: str) -> list[dict[str, Any]]:
-    rows = []
-    for line in (REPO / "datasets/examples/code.jsonl").read_text(encoding="utf-8").split("\n"):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("task"), dict):
-            rows.append(row)
+    rows = [  # the example file's valid lines (its broken ones come back as results)
+        t.model_dump(mode="json", exclude_none=True)
+        for t in read_trajectories(REPO / "datasets/examples/code.jsonl")
+        if isinstance(t, Trajectory)
+    ]
     out = []
     for i in range(n):
         row = json.loads(json.dumps(rows[i % len(rows)]))

@@ -244,35 +244,29 @@ def make_item(
     row's task was a ``Task`` or a valid JSON task string (see the module docstring).
     """
     row_id = None if id is None else str(id)
+    built: Any = None
     if verifier is MISSING and spec is MISSING and (reference is MISSING or reference is None):
         # The hot path of every adapter (a JSON task column or an already validated Task,
-        # nothing to fill in): one memo lookup and a small dict; anything else takes the
-        # general path below. ``metadata`` is not copied: the engine's validation copies it.
+        # nothing to fill in): one memo lookup; anything else takes the general path below.
+        # ``metadata`` is then not copied: the engine's validation copies it.
         kind = type(task)
-        parsed = TASKS.get(task) if kind is str else task if kind is Task else None
-        if parsed is not None:
-            fast: dict[str, Any] = {"completion": completion, "task": parsed}
-            if row_id is not None:
-                fast["id"] = row_id
-            if prompt is not None:
-                fast["prompt"] = prompt
-            if metadata:
-                fast["metadata"] = metadata
-            return fast
-    try:
-        built = _build_task(
-            task=task, verifier=verifier, spec=spec, reference=reference, defaults=defaults
-        )
-    except ValueError as exc:
-        result = Result.errored("bad_input", f"row cannot be scored: {exc}")
-        return result.model_copy(update={"id": row_id})
+        built = TASKS.get(task) if kind is str else task if kind is Task else None
+    if built is None:
+        try:
+            built = _build_task(
+                task=task, verifier=verifier, spec=spec, reference=reference, defaults=defaults
+            )
+        except ValueError as exc:
+            result = Result.errored("bad_input", f"row cannot be scored: {exc}")
+            return result.model_copy(update={"id": row_id})
+        metadata = dict(metadata) if metadata else metadata
     item: dict[str, Any] = {"completion": completion, "task": built}
     if row_id is not None:
         item["id"] = row_id
     if prompt is not None:
         item["prompt"] = prompt
     if metadata:
-        item["metadata"] = dict(metadata)
+        item["metadata"] = metadata
     return item
 
 

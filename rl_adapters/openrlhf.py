@@ -62,10 +62,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 from verifiers.rl_adapters._extra import (
@@ -86,6 +85,7 @@ from verifiers.rl_adapters._scorer import MachineConcurrency, Scorer
 
 from verifiers.engine import EngineSettings
 from verifiers.errors import InvalidSettings
+from verifiers.settings import env
 from verifiers.types import Result
 
 __all__ = [
@@ -354,18 +354,24 @@ class OpenRLHFScoring:
         return self.response(results, await self.values(request, results))
 
 
+class _ScoringOptions(TypedDict, total=False):
+    """:class:`OpenRLHFScoring`'s arguments, as :func:`make_reward_func` takes them."""
+
+    verifier: str | None
+    spec: Mapping[str, Any] | None
+    invalid_score: float | None
+    eos_tokens: Sequence[str]
+    components: Sequence[str] | None
+    group_size: int | None
+    group_wait_s: float
+
+
 def make_reward_func(
     *,
-    verifier: str | None = None,
-    spec: Mapping[str, Any] | None = None,
-    invalid_score: float | None = None,
-    eos_tokens: Sequence[str] = DEFAULT_EOS_TOKENS,
-    components: Sequence[str] | None = None,
-    group_size: int | None = None,
-    group_wait_s: float = 60.0,
     settings: EngineSettings | None = None,
     machine_concurrency: MachineConcurrency = "auto",
     machine_key: str = "default",
+    **options: Unpack[_ScoringOptions],
 ) -> Callable[..., dict[str, Any]]:
     """A ``reward_func(queries, prompts, labels, **kwargs)`` for OpenRLHF's file mode.
 
@@ -373,20 +379,21 @@ def make_reward_func(
     one rollout per call) and scores through one long-lived engine; the group rendezvous runs
     on that engine's loop, so only an unjudged rollout's thread waits for its group.
 
+    Args:
+        settings: Engine settings (default: ``EngineSettings.from_env()``).
+        machine_concurrency: The machine-wide limit (see
+            :data:`verifiers.rl_adapters.MachineConcurrency`).
+        machine_key: Names the machine-wide budget.
+        **options: :class:`OpenRLHFScoring`'s arguments (``verifier``, ``spec``,
+            ``invalid_score``, ``eos_tokens``, ``components``, ``group_size``,
+            ``group_wait_s``), with its defaults.
+
     Raises:
         InvalidSettings: a configuration that could only hand OpenRLHF a NaN for an unjudged
             rollout (no ``group_size`` and no finite ``invalid_score``; ``group_size=1``
             without one; see the module docstring). A ``ValueError`` too.
     """
-    scoring = OpenRLHFScoring(
-        verifier=verifier,
-        spec=spec,
-        invalid_score=invalid_score,
-        eos_tokens=eos_tokens,
-        components=components,
-        group_size=group_size,
-        group_wait_s=group_wait_s,
-    )
+    scoring = OpenRLHFScoring(**options)
     problem = scoring.problem()
     if problem is not None:
         raise InvalidSettings([f"OpenRLHF reward function: {problem}"])
@@ -395,7 +402,7 @@ def make_reward_func(
     async def run(
         request: OpenRLHFRequest, items: list[dict[str, Any] | Result]
     ) -> OpenRLHFResponse:
-        return await scoring.score(request, await scorer._score(items))
+        return await scoring.score(request, await scorer.score_async(items))
 
     def reward_func(
         queries: list[str], prompts: list[str], labels: list[Any] | None = None, **kwargs: Any
@@ -403,7 +410,7 @@ def make_reward_func(
         import torch
 
         request = OpenRLHFRequest(query=list(queries), prompts=list(prompts), labels=labels)
-        response = scorer._submit(run(request, scoring.items(request))).result()
+        response = scorer.run(run(request, scoring.items(request)))
         rewards = torch.tensor(response.rewards, dtype=torch.float32)
         return {
             "rewards": rewards,
@@ -433,7 +440,7 @@ ENV_SETTINGS = (
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: Any) -> Any:
-    raw = os.environ.get(name, "").strip()
+    raw = (env(name) or "").strip()
     if not raw:
         return default
     try:
@@ -448,15 +455,15 @@ def env_reward_func() -> Callable[..., dict[str, Any]]:
     Raises:
         ValueError: a malformed variable, naming it.
     """
-    spec_text = os.environ.get("VERIFIERS_SPEC")
+    spec_text = env("VERIFIERS_SPEC")
     try:
         spec = json.loads(spec_text) if spec_text else None
     except json.JSONDecodeError as exc:
         raise ValueError(f"VERIFIERS_SPEC is not JSON: {exc.msg} at char {exc.pos}") from None
     return make_reward_func(
-        verifier=os.environ.get("VERIFIERS_VERIFIER") or None,
+        verifier=env("VERIFIERS_VERIFIER") or None,
         spec=spec,
-        components=parse_components(os.environ.get("VERIFIERS_COMPONENTS"), "VERIFIERS_COMPONENTS"),
+        components=parse_components(env("VERIFIERS_COMPONENTS"), "VERIFIERS_COMPONENTS"),
         group_size=_env_number("VERIFIERS_GROUP_SIZE", int, None),
         group_wait_s=_env_number("VERIFIERS_GROUP_WAIT_S", float, 60.0),
         invalid_score=_env_number("VERIFIERS_INVALID_SCORE", float, None),

@@ -50,15 +50,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verifiers._machine import MachineSlots, machine_slots_for
 from verifiers.engine import Engine, EngineSettings
 from verifiers.errors import MissingDependency
 from verifiers.types import Result
 
 from ._extra import parse_components
-from ._machine_limit import MachineSlots
 from ._ors_hook import mount_ors
 from ._rows import TaskDefaults
-from ._scorer import resolve_machine_slots, score_with_slots
 from .nemo_gym import verify_item, verify_reply
 from .openrlhf import (
     DEFAULT_EOS_TOKENS,
@@ -374,10 +373,10 @@ def create_app(settings: ServerSettings | None = None) -> Any:
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
-        state["engine"] = Engine(cfg.engine, base_dir=cfg.base_dir)
-        slots: MachineSlots | None = resolve_machine_slots(
-            cfg.machine_concurrency, cfg.engine, "server"
+        slots: MachineSlots | None = machine_slots_for(
+            cfg.machine_concurrency, cfg.engine.concurrency, "server"
         )
+        state["engine"] = Engine(cfg.engine, base_dir=cfg.base_dir, machine_slots=slots)
         state["slots"] = slots
         slots_total.set(slots.slots if slots is not None else 0)
         if openrlhf_problem is not None:
@@ -411,11 +410,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             )
         in_flight.inc(len(items))
         try:
-            slots: MachineSlots | None = state["slots"]
-            if slots is None:
-                results = await engine.score(items)
-            else:
-                results = await score_with_slots(engine, slots, items, cfg.engine.concurrency)
+            results = await engine.score(items)
         finally:
             in_flight.dec(len(items))
         # One unwritable result (model text with a lone surrogate) must not turn the whole

@@ -280,7 +280,7 @@ class TRLRewards:
             if batch is not None and batch.matches(prompts, completions, kwargs):
                 return batch
             items = self.items(prompts, completions, kwargs)
-            future = self.scorer._submit(self.scorer._score(items))
+            future = self.scorer.submit(items)
             watched = ("task", "verifier", "spec", self.reference_column, self.id_column)
             batch = _Batch(prompts, completions, kwargs, future, watched)
             self._batch = batch

@@ -31,8 +31,6 @@ def _enabled(config: pytest.Config) -> set[str]:
 WARNINGS_NOT_YET_ERRORS = (
     "domains/render",
     "episodes",
-    "ray",
-    "rl_adapters",
 )
 """Test folders or files (paths under tests/, sub-folders allowed) not yet run with
 ``filterwarnings = error`` (pyproject.toml): their warnings show as before. A folder's owner

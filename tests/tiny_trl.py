@@ -42,29 +42,42 @@ def offline() -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
-@functools.cache
-def tokenizer() -> Any:
-    """A byte-level BPE tokenizer (vocabulary ~330) with TRL's Qwen3 chat template; eos is
-    ``<|im_end|>`` so chat turns and plain completions end the same way."""
+def train_tokenizer(
+    corpus: list[str], *, vocab_size: int, specials: list[str], eos_token: str
+) -> Any:
+    """A byte-level BPE tokenizer trained here on ``corpus`` (no hub), padding on the left.
+
+    ``specials`` must hold ``<pad>`` and ``<s>`` (pad and bos); ``eos_token`` one of them.
+    Also used by benchmarks/gpu_grpo.py, which trains a larger one on its code tasks.
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
-    from trl.chat_template_utils import qwen3_chat_template
 
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.train_from_iterator(
-        CORPUS,
+        corpus,
         trainers.BpeTrainer(
-            vocab_size=330,
-            special_tokens=SPECIALS,
+            vocab_size=vocab_size,
+            special_tokens=specials,
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         ),
     )
     out = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="<|im_end|>", pad_token="<pad>"
+        tokenizer_object=tok, bos_token="<s>", eos_token=eos_token, pad_token="<pad>"
     )
     out.padding_side = "left"
+    return out
+
+
+@functools.cache
+def tokenizer() -> Any:
+    """A byte-level BPE tokenizer (vocabulary ~330) with TRL's Qwen3 chat template; eos is
+    ``<|im_end|>`` so chat turns and plain completions end the same way."""
+    from trl.chat_template_utils import qwen3_chat_template
+
+    out = train_tokenizer(CORPUS, vocab_size=330, specials=SPECIALS, eos_token="<|im_end|>")
     out.chat_template = qwen3_chat_template
     return out
 

@@ -12,6 +12,12 @@ its holder dies (even after ``kill -9``): a crashed rank never leaks a slot.
 The directory is ``$VERIFIERS_LOCK_DIR`` or ``/dev/shm`` (memory-backed, per machine) or the
 system temp dir; the slot set is named by ``key`` so that independent jobs on one host can
 keep separate budgets. Every process sharing a key must use the same ``slots``.
+
+``machine_concurrency="auto"`` (the adapters' default, :func:`machine_slots_for`) turns the
+limit on only where this process may share the machine with others of its job: several
+ranks as the launchers report them, or a Ray worker process (veRL's reward workers and
+OpenRLHF's actors are Ray actors, which no launcher variable describes, and several of them
+land on one node).
 """
 
 from __future__ import annotations
@@ -24,10 +30,33 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Literal
 
 from .settings import env
 
-__all__ = ["MachineSlots", "default_lock_dir"]
+__all__ = [
+    "MachineConcurrency",
+    "MachineSlots",
+    "default_lock_dir",
+    "in_ray_worker",
+    "local_ranks",
+    "machine_slots_for",
+]
+
+MachineConcurrency = int | None | Literal["auto"]
+"""``"auto"``: ``$VERIFIERS_MACHINE_CONCURRENCY`` if set (0 = off), else, when this process
+may share the machine with others of its job, the engine's ``concurrency`` machine-wide, else
+off. "May share" is decided from the node, not from launcher variables alone: several ranks
+(``LOCAL_WORLD_SIZE``, ``LOCAL_SIZE`` or the MPI equivalents > 1), or a Ray worker process
+(``RAY_RAYLET_PID``). An int: that many items machine-wide. ``None`` or ``0``: no machine-wide
+limit (per-process only)."""
+
+_LOCAL_SIZE_VARS = (
+    "LOCAL_WORLD_SIZE",  # torchrun, accelerate
+    "LOCAL_SIZE",  # the DeepSpeed launcher
+    "OMPI_COMM_WORLD_LOCAL_SIZE",  # Open MPI
+    "MPI_LOCALNRANKS",  # MPICH
+)
 
 _POLL_START_S = 0.001
 _POLL_MAX_S = 0.05
@@ -42,6 +71,55 @@ def default_lock_dir() -> Path:
     if shm.is_dir() and os.access(shm, os.W_OK):
         return shm
     return Path(tempfile.gettempdir())
+
+
+def local_ranks() -> int:
+    """How many ranks of this job run on this machine, as launchers report it (1 if unknown)."""
+    for name in _LOCAL_SIZE_VARS:
+        raw = os.environ.get(name, "").strip()
+        if raw.isdigit():
+            return int(raw)
+    return 1
+
+
+def in_ray_worker() -> bool:
+    """Whether this process is a Ray worker (an actor or task), from the raylet Ray names."""
+    return os.environ.get("RAY_RAYLET_PID", "").strip().isdigit()
+
+
+def machine_slots_for(
+    machine_concurrency: MachineConcurrency, concurrency: int, key: str
+) -> MachineSlots | None:
+    """The machine-wide limiter ``machine_concurrency`` asks for (see :data:`MachineConcurrency`).
+
+    Args:
+        machine_concurrency: ``"auto"``, a number of slots, or ``None``/``0`` for none.
+        concurrency: The engine's own ``concurrency``: what ``"auto"`` uses machine-wide.
+        key: Names the slot set (see :class:`MachineSlots`).
+
+    Raises:
+        ValueError: ``$VERIFIERS_MACHINE_CONCURRENCY`` is not a whole number.
+    """
+    value: int | None
+    if machine_concurrency == "auto":
+        configured = (env("VERIFIERS_MACHINE_CONCURRENCY") or "").strip()
+        if configured:
+            try:
+                value = int(configured)
+            except ValueError:
+                raise ValueError(
+                    f"VERIFIERS_MACHINE_CONCURRENCY={configured!r}: expected a whole number of "
+                    "machine-wide slots (0 turns the limit off)"
+                ) from None
+        elif local_ranks() > 1 or in_ray_worker():
+            value = concurrency
+        else:
+            value = None
+    else:
+        value = machine_concurrency
+    if not value:
+        return None
+    return MachineSlots(value, key=key)
 
 
 class MachineSlots:

@@ -382,6 +382,17 @@ class Engine(AsyncContext):
     # ``id``, ``verifier``, ``duration_s``, ``error.line`` and ``error.attempts`` are set.
 
     def _start(self, item: Item) -> asyncio.Task[Result] | Result:
+        ready = self._prepare(item)
+        if isinstance(ready, Result):
+            return ready
+        return asyncio.ensure_future(self._judge(*ready))
+
+    def _prepare(self, item: Item) -> Result | tuple[Trajectory, list[_Prepared], _Job]:
+        """``item``'s verdict when it needs no waiting (inline, bad input), else what to judge.
+
+        Synchronous and free of the event loop: :class:`~verifiers.SyncEngine` calls it on
+        its caller's thread so cheap verdicts skip the hop to the engine's loop thread.
+        """
         line: int | None = None
         if isinstance(item, InputRecord):
             line, item = item.line, item.item
@@ -416,7 +427,7 @@ class Engine(AsyncContext):
         if job.result is not None or trajectory is None or prepared is None:
             assert job.result is not None
             return self._stamp(job.result, job)
-        return asyncio.ensure_future(self._judge(trajectory, prepared, job))
+        return trajectory, prepared, job
 
     def _prepare_checks(self, task: Task, job: _Job) -> list[_Prepared]:
         """Each check of ``task.checks``, resolved under its own boundary.

@@ -114,7 +114,7 @@ VARIABLES: tuple[Variable, ...] = (
         "VERIFIERS_MACHINE_CONCURRENCY",
         "unset (auto)",
         'The adapters\' machine-wide limit when `machine_concurrency="auto"`; `0` turns it off.',
-        "rl_adapters/_scorer.py",
+        "verifiers/_machine.py",
     ),
     # -- sandbox ---------------------------------------------------------------------------
     Variable(

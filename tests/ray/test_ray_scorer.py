@@ -302,8 +302,9 @@ def test_a_dead_holders_lease_expires_when_its_driver_died_too(
             time.sleep(0.2)
         assert state["expired"] == 1
     finally:
-        if driver.poll() is None:
-            driver.kill()
+        with driver:  # closes its stdout pipe
+            if driver.poll() is None:
+                driver.kill()
         ray.kill(ray.get_actor(name, namespace="verifiers"))
 
 
@@ -315,25 +316,17 @@ def test_verl_manager_scores_through_a_ray_scorer(
     RayScorer whose actors sit on both nodes; judged samples get what the local engine
     gives, the unjudged one its group's judged mean (zero GRPO advantage)."""
     import ray
+    from rl_helpers import ADD_RESPONSES, ADD_TASK, ADD_TESTS, BROKEN_TASK
     from verl.experimental.reward_loop.reward_loop import RewardLoopManager
     from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
     from verl_helpers import OUR_MANAGER, save_tokenizer, verl_batch, verl_config
 
     from verifiers import Engine
 
-    tests = "def check(f):\n    assert f(1, 2) == 3\n    assert f(2, 2) == 4\n"
-    task = {
-        "verifier": "code.tests",
-        "spec": {"tests": {"kind": "assert", "entry_point": "add", "code": tests}},
-    }
-    other = {**task, "spec": {"tests": {**task["spec"]["tests"], "code": tests + "# 2\n"}}}
-    broken = {"verifier": "code.tests", "spec": {"tests": {"kind": "no-such-kind"}}}
-    responses = [
-        "```python\ndef add(a, b):\n    return a + b\n```",
-        "```python\ndef add(a, b):\n    return a * b\n```",
-        "```python\nimport os\nos._exit(0)\n```",
-        "```python\ndef add(a, b):\n    return b + a\n```",
-    ] * 2
+    task = ADD_TASK
+    other = {**task, "spec": {"tests": {**task["spec"]["tests"], "code": ADD_TESTS + "# 2\n"}}}
+    broken = BROKEN_TASK
+    responses = [ADD_RESPONSES[i] for i in (0, 1, 5, 4)] * 2
     tasks = [task] * 4 + [other] * 3 + [broken]
     uids = ["g1"] * 4 + ["g2"] * 4
     engine = {

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 from typing import Any
@@ -71,6 +72,32 @@ class Slow(Verifier[SlowSpec]):
 _register("rltest.contains", Contains)
 _register("rltest.slow", Slow)
 
+# The code task the real-trainer tests share (OpenRLHF, veRL, veRL over Ray): ``add(a, b)``
+# with two assert tests, a broken task (an unknown test kind: the verifier cannot judge it),
+# and eight responses that pass, fail, do not parse, or exit before the tests run.
+ADD_TESTS = "def check(f):\n    assert f(1, 2) == 3\n    assert f(2, 2) == 4\n"
+ADD_TASK: dict[str, Any] = {
+    "verifier": "code.tests",
+    "spec": {"tests": {"kind": "assert", "entry_point": "add", "code": ADD_TESTS}},
+}
+BROKEN_TASK: dict[str, Any] = {
+    "verifier": "code.tests",
+    "spec": {"tests": {"kind": "no-such-kind"}},
+}
+ADD_RESPONSES = [
+    f"```python\n{body}\n```"
+    for body in (
+        "def add(a, b):\n    return a + b",
+        "def add(a, b):\n    return a * b",
+        "def add(a, b) return",
+        "def add(a, b):\n    return a + b",
+        "def add(a, b):\n    return b + a",
+        "import os\nos._exit(0)",
+        "def add(a, b):\n    return a - b",
+        "def add(a, b):\n    return a + b",
+    )
+]
+
 
 def max_overlap(path: str) -> int:
     """Most intervals open at one instant in a log written by ``rltest.slow``."""
@@ -92,6 +119,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_until_healthy(url: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
+    """Poll ``url/healthz`` until it answers 200; fail with the server's stderr if it exits
+    first (a ``verifiers serve`` process started with ``stderr=PIPE``, text mode)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read() if proc.stderr else "the server exited")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.1)
 
 
 class LiveServer:

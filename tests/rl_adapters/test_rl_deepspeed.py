@@ -88,16 +88,25 @@ def test_two_rank_gloo_gather(tmp_path: Path) -> None:
         }
         # Files, not pipes: a rank blocked on a full pipe that nobody reads while the other
         # rank is awaited would stall the collective both are in.
-        out_file = (tmp_path / f"rank{rank}.out").open("w")
-        err_file = (tmp_path / f"rank{rank}.err").open("w")
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-c", CHILD], env=env, stdout=out_file, stderr=err_file
+        with (
+            (tmp_path / f"rank{rank}.out").open("w") as out_file,
+            (tmp_path / f"rank{rank}.err").open("w") as err_file,
+        ):  # the child keeps its own copies of the descriptors
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", CHILD], env=env, stdout=out_file, stderr=err_file
+                )
             )
-        )
+    try:
+        for proc in procs:
+            proc.wait(timeout=300)
+    finally:
+        for proc in procs:  # a rank stuck in the rendezvous must not outlive the test
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     outs: list[dict[str, Any]] = []
     for rank, proc in enumerate(procs):
-        proc.wait(timeout=300)
         err = (tmp_path / f"rank{rank}.err").read_text()
         assert proc.returncode == 0, err[-3000:]
         out = (tmp_path / f"rank{rank}.out").read_text()

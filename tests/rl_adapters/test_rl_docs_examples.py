@@ -25,6 +25,7 @@ that says how it runs and which names are placeholders; a block without one fail
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import math
@@ -33,7 +34,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,12 @@ def test_verl_manager_config_builds_the_manager(tmp_path: Path) -> None:
     config = OmegaConf.merge(_config(str(tok_dir), {}), OmegaConf.from_dotlist(_dotlist(block)))
     cls = resolve_reward_manager_cls(config)  # veRL's own importlib hook
     assert cls is VerifiersRewardManager
-    manager = cls(config, AutoTokenizer.from_pretrained(tok_dir), None)
+    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+
+    async def build() -> Any:  # inside a loop, as veRL's reward worker builds it: outside
+        return cls(config, tokenizer, None)  # one, veRL would make a loop nobody closes
+
+    manager = asyncio.run(build())
     assert manager.components == ("tests_passed",) and manager.groups.size == 8
 
 
@@ -181,8 +186,6 @@ def test_verl_compute_score_config_scores_a_sample(tmp_path: Path) -> None:
     config = OmegaConf.merge(_config(str(tmp_path), {}), OmegaConf.from_dotlist(_dotlist(block)))
     fn = get_custom_reward_fn(config)  # veRL's own loader, with its reward_kwargs partial
     assert fn is not None
-    import asyncio
-
     out = asyncio.run(fn(data_source="x", solution_str="so 42", ground_truth="42", extra_info={}))
     assert out["score"] == 1.0 and out["tests_passed"] == 0.0  # the fixed key set
 
@@ -249,20 +252,10 @@ def test_serve_example_runs_as_written() -> None:
         [sys.executable, "-m", "verifiers.cli", *argv[1:]],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        import httpx
-
-        while True:
-            assert server.poll() is None, server.stderr.read() if server.stderr else ""
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.2)
+        rl_helpers.wait_until_healthy(f"http://127.0.0.1:{port}", server)
         done = subprocess.run(
             ["bash", "-c", _sub(curl, "localhost:8000", f"localhost:{port}")],
             capture_output=True,
@@ -273,8 +266,9 @@ def test_serve_example_runs_as_written() -> None:
         [result] = json.loads(done.stdout)["results"]
         assert result["id"] == "a" and result["reward"] == 1.0
     finally:
-        server.terminate()
-        server.wait(timeout=60)
+        with server:  # closes its stderr pipe
+            server.terminate()
+            server.wait(timeout=60)
 
 
 DEEPSPEED_RANK_DATA = """

@@ -120,10 +120,11 @@ def test_slots_exclude_within_a_process_and_free_on_holder_death(tmp_path: Path)
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    assert slots.try_acquire() is None
-    holder.kill()
-    holder.wait()
+    with holder:  # closes its stdout pipe
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert slots.try_acquire() is None
+        holder.kill()
+        holder.wait()
     fd = slots.try_acquire()
     assert fd is not None
     slots.release(fd)
@@ -202,16 +203,15 @@ def test_auto_limit_holds_across_ray_actors_on_one_node(tmp_path: Path) -> None:
 
 
 def test_auto_turns_on_in_a_ray_worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from verifiers.rl_adapters._scorer import resolve_machine_slots
-
     from verifiers import EngineSettings
+    from verifiers._machine import machine_slots_for
 
     for name in ("LOCAL_WORLD_SIZE", "LOCAL_SIZE", "VERIFIERS_MACHINE_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("VERIFIERS_LOCK_DIR", str(tmp_path))
     settings = EngineSettings(concurrency=3)
     monkeypatch.delenv("RAY_RAYLET_PID", raising=False)
-    assert resolve_machine_slots("auto", settings, "k") is None
+    assert machine_slots_for("auto", settings.concurrency, "k") is None
     monkeypatch.setenv("RAY_RAYLET_PID", "4242")
-    slots = resolve_machine_slots("auto", settings, "k")
+    slots = machine_slots_for("auto", settings.concurrency, "k")
     assert slots is not None and slots.slots == 3

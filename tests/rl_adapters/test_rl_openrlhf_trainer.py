@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 import torch
-from rl_helpers import LiveServer
+from rl_helpers import ADD_RESPONSES, ADD_TASK, BROKEN_TASK, LiveServer
 from verifiers.rl_adapters import openrlhf as adapter
 from verifiers.rl_adapters.server import ServerSettings
 
@@ -82,25 +82,10 @@ def _import_openrlhf() -> tuple[Any, Any, Any, Any, Any]:
     SingleTurnAgentExecutor,
 ) = _import_openrlhf()
 
-TESTS = "def check(f):\n    assert f(1, 2) == 3\n    assert f(2, 2) == 4\n"
-TASK = json.dumps(
-    {
-        "verifier": "code.tests",
-        "spec": {"tests": {"kind": "assert", "entry_point": "add", "code": TESTS}},
-    }
-)
-BROKEN = json.dumps({"verifier": "code.tests", "spec": {"tests": {"kind": "no-such-kind"}}})
+TASK = json.dumps(ADD_TASK)
+BROKEN = json.dumps(BROKEN_TASK)
 PROMPTS = ["Write add(a, b):\n", "Write add(a, b), please:\n"]
-RESPONSES = [
-    "```python\ndef add(a, b):\n    return a + b\n```",
-    "```python\ndef add(a, b):\n    return a * b\n```",
-    "```python\ndef add(a, b) return\n```",
-    "```python\ndef add(a, b):\n    return a + b\n```",
-    "```python\ndef add(a, b):\n    return b + a\n```",
-    "```python\nimport os\nos._exit(0)\n```",
-    "```python\ndef add(a, b):\n    return a - b\n```",
-    "```python\ndef add(a, b):\n    return a + b\n```",
-]
+RESPONSES = ADD_RESPONSES
 GROUP = 4
 ENGINE = EngineSettings(sandbox="local", timeout_s=60, concurrency=4, cache=False)
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 from rl_helpers import LiveServer as _Server
 from rl_helpers import free_port as _free_port
+from rl_helpers import wait_until_healthy
 from verifiers.rl_adapters.server import ServerSettings, write_openapi
 
 from verifiers import EngineSettings
@@ -227,38 +228,17 @@ def test_graceful_shutdown_finishes_in_flight_work(tmp_path: Path) -> None:
         "import sys, rl_helpers; from verifiers.rl_adapters.server import main;"
         "raise SystemExit(main(sys.argv[1:]))"
     )
+    argv = ["--port", str(port), "--sandbox", "none", "--workers", "1", "--log-level", "warning"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            code,
-            "--port",
-            str(port),
-            "--sandbox",
-            "none",
-            "--workers",
-            "1",
-            "--log-level",
-            "warning",
-        ],
+        [sys.executable, "-c", code, *argv],
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, (
-                proc.stderr.read() if proc.poll() is not None else "no start"
-            )
-            time.sleep(0.1)
+        wait_until_healthy(url, proc)
         slow = {"verifier": "rltest.slow", "spec": {"sleep_s": 1.5}}
         result: dict[str, Any] = {}
 
@@ -281,9 +261,9 @@ def test_graceful_shutdown_finishes_in_flight_work(tmp_path: Path) -> None:
         assert proc.wait(30) in (0, -signal.SIGTERM)
         assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        with proc:  # closes its stderr pipe
+            if proc.poll() is None:
+                proc.kill()
 
 
 def test_openapi_in_docs_is_current(tmp_path: Path, repo_root: Path) -> None:

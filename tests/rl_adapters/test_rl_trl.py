@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -23,9 +24,9 @@ class CountingScorer(Scorer):
         super().__init__(EngineSettings(sandbox="none", workers=1), machine_concurrency=None)
         self.passes = 0
 
-    async def _score(self, items: Any) -> list[Result]:
+    def submit(self, items: Any) -> Future[list[Result]]:
         self.passes += 1
-        return await super()._score(items)
+        return super().submit(items)
 
 
 def _logger() -> tuple[dict[str, Any], dict[str, Any]]:

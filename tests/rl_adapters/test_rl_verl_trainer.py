@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pytest
 import ray
-import rl_helpers  # noqa: F401
 import torch
 from omegaconf import OmegaConf
+from rl_helpers import ADD_RESPONSES, ADD_TASK, BROKEN_TASK
 from verl import DataProto
 from verl.experimental.reward_loop.reward_loop import RewardLoopManager
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
@@ -33,22 +33,9 @@ from verl_helpers import OUR_MANAGER, save_tokenizer, verl_batch, verl_config
 
 pytestmark = [pytest.mark.rl, pytest.mark.bwrap, pytest.mark.slow]
 
-TESTS = "def check(f):\n    assert f(1, 2) == 3\n    assert f(2, 2) == 4\n"
-TASK = {
-    "verifier": "code.tests",
-    "spec": {"tests": {"kind": "assert", "entry_point": "add", "code": TESTS}},
-}
-BROKEN = {"verifier": "code.tests", "spec": {"tests": {"kind": "no-such-kind"}}}
-RESPONSES = [
-    "```python\ndef add(a, b):\n    return a + b\n```",
-    "```python\ndef add(a, b):\n    return a * b\n```",
-    "```python\ndef add(a, b) return\n```",
-    "```python\ndef add(a, b):\n    return a + b\n```",
-    "```python\ndef add(a, b):\n    return b + a\n```",
-    "```python\nimport os\nos._exit(0)\n```",
-    "```python\ndef add(a, b):\n    return a - b\n```",
-    "```python\ndef add(a, b):\n    return a + b\n```",
-]
+TASK = ADD_TASK
+BROKEN = BROKEN_TASK
+RESPONSES = ADD_RESPONSES
 TASKS = [TASK] * 7 + [BROKEN]  # 1 in 8 errors; it is the last of group 2
 UIDS = ["g1"] * 4 + ["g2"] * 4
 ENGINE = {"sandbox": "local", "timeout_s": 60, "concurrency": 4, "cache": False}
