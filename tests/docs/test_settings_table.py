@@ -74,7 +74,6 @@ NOT_YET_THROUGH_THE_ACCESSORS = (
     # Read in their own modules until their owners move them to verifiers.settings (issue 20).
     "benchmarks/",
     "domains/code/_judge.py",  # runs inside the sandbox: its own protocol variable
-    "rl_adapters/",
     "tests/",
 )
 """Folders whose ``VERIFIERS_*`` reads are not yet through :mod:`verifiers.settings`; code that
