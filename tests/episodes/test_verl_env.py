@@ -113,7 +113,6 @@ def test_manager_rewards_each_requests_episode_result(
 
     tok = save_tokenizer(tmp_path_factory.mktemp("tok"))
     config = verl_config(tok, OUR_MANAGER, reward_kwargs={"sandbox": "local"})
-    manager = VerifiersRewardManager(config, AutoTokenizer.from_pretrained(tok), None)
     texts = ["I fixed it."] * 4  # scored as text, a workspace task gets no credit for this
     ws_tasks = [row(tasks[r])["task"] for r in ("r-pass", "r-partial", "r-dead", "r-quit")]
     streaming = verl_batch(tok, texts, ws_tasks, ["g"] * 4, tool_extra_fields=fields)
@@ -126,11 +125,15 @@ def test_manager_rewards_each_requests_episode_result(
         verifiers_request=[f.get("verifiers_request") for f in fields],
     )
 
-    async def rewards(batch: Any) -> list[dict[str, Any]]:
-        return list(await asyncio.gather(*(manager.run_single(batch[i : i + 1]) for i in range(4))))
+    async def rewards() -> list[list[dict[str, Any]]]:
+        # Built inside a running loop: outside one, veRL's manager makes a loop nobody closes.
+        manager = VerifiersRewardManager(config, AutoTokenizer.from_pretrained(tok), None)
+        return [
+            list(await asyncio.gather(*(manager.run_single(b[i : i + 1]) for i in range(4))))
+            for b in (streaming, columns)
+        ]
 
-    for batch in (streaming, columns):
-        outs = asyncio.run(rewards(batch))
+    for outs in asyncio.run(rewards()):
         scores = [o["reward_score"] for o in outs]
         assert scores[0] == 1.0 and scores[1] == pytest.approx(2 / 3) and scores[3] == 0.0
         assert scores[2] == pytest.approx((1.0 + 2 / 3 + 0.0) / 3)  # the judged mean
@@ -190,7 +193,6 @@ def test_tool_rollout_hacks_reach_the_manager_as_zero(
         WorkspaceTool.engine_settings = None
     tok = save_tokenizer(tmp_path_factory.mktemp("tok"))
     config = verl_config(tok, OUR_MANAGER, n=len(hacks), reward_kwargs={"sandbox": "local"})
-    manager = VerifiersRewardManager(config, AutoTokenizer.from_pretrained(tok), None)
     batch = verl_batch(
         tok,
         [h.get("response", "Done.") for h in hacks],
@@ -200,6 +202,8 @@ def test_tool_rollout_hacks_reach_the_manager_as_zero(
     )
 
     async def rewards() -> list[dict[str, Any]]:
+        # Built inside a running loop: outside one, veRL's manager makes a loop nobody closes.
+        manager = VerifiersRewardManager(config, AutoTokenizer.from_pretrained(tok), None)
         return list(
             await asyncio.gather(*(manager.run_single(batch[i : i + 1]) for i in range(len(hacks))))
         )
