@@ -8,6 +8,8 @@ import contextlib
 import json
 import logging
 import shlex
+import signal
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Iterator
@@ -298,6 +300,34 @@ class _Progress:
             self._bar = None
 
 
+@contextlib.contextmanager
+def _ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raises ``KeyboardInterrupt`` at once, as outside asyncio.
+
+    ``asyncio.run`` otherwise turns the first Ctrl-C into a cancellation of the main task,
+    and Python 3.11's ``wait_for`` drops a cancellation that arrives as the awaited job
+    finishes (CPython gh-86296): the run went on to the end and exited 0 (seen in CI). A
+    handler of our own makes asyncio leave SIGINT alone; the loop's tasks are still
+    cancelled and their ``finally`` blocks (the result writer's flush) run on the way out.
+    Only the main thread may set a handler, and one set by the caller is kept.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 async def _stream(
     args: argparse.Namespace,
     settings: EngineSettings,
@@ -439,7 +469,10 @@ def _score(
     started = time.perf_counter()
     ray_stats: dict[str, Any] | None = None
     try:
-        ray_stats = asyncio.run(_stream(args, settings, records, output, fmt, summary, progress))
+        with _ctrl_c_raises():
+            ray_stats = asyncio.run(
+                _stream(args, settings, records, output, fmt, summary, progress)
+            )
     except KeyboardInterrupt:
         progress.close()
         _print_kept(summary.count, resume.results, args, output, stderr, "interrupted")
