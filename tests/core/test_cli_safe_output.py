@@ -8,6 +8,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -119,6 +120,12 @@ def test_dash_reads_stdin_and_writes_stdout(tmp_path: Path) -> None:
     assert refused.returncode == 1 and "--resume needs an output file" in refused.stderr
 
 
+_DEFAULT_SIGINT_EXEC = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Runs argv[1:] with SIGINT at its default disposition (which an exec keeps)."""
+
 SLOW = "```python\nimport time\n\ndef f(x):\n    time.sleep(0.4)\n    return x + 1\n```"
 
 
@@ -150,8 +157,10 @@ def test_ctrl_c_keeps_results_and_prints_the_resume_command(tmp_path: Path) -> N
         "2",
         "-q",
     ]
+    # A shell without job control starts background jobs with SIGINT ignored, and the
+    # child would inherit that (a CI started by `nohup ... &` did): give it the default.
     proc = subprocess.Popen(
-        [str(SCRIPT), *argv],
+        [sys.executable, "-c", _DEFAULT_SIGINT_EXEC, str(SCRIPT), *argv],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

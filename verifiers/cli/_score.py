@@ -305,11 +305,12 @@ def _ctrl_c_raises() -> Iterator[None]:
     """Ctrl-C raises ``KeyboardInterrupt`` at once, as outside asyncio.
 
     ``asyncio.run`` otherwise turns the first Ctrl-C into a cancellation of the main task,
-    and Python 3.11's ``wait_for`` drops a cancellation that arrives as the awaited job
-    finishes (CPython gh-86296): the run went on to the end and exited 0 (seen in CI). A
+    and Python 3.11's ``wait_for`` can drop a cancellation that arrives as the awaited job
+    finishes (CPython gh-86296), so a first Ctrl-C could be lost and the run go on. A
     handler of our own makes asyncio leave SIGINT alone; the loop's tasks are still
     cancelled and their ``finally`` blocks (the result writer's flush) run on the way out.
-    Only the main thread may set a handler, and one set by the caller is kept.
+    Only the main thread may set a handler, and one set by the caller (or SIGINT ignored,
+    as a shell does for a background job) is kept.
     """
     if (
         threading.current_thread() is not threading.main_thread()
