@@ -50,7 +50,7 @@ __all__ = ["BlenderRender", "RUNTIME"]
 RUNTIME = "blender"
 """The sandbox runtime render jobs run in (``sandbox/images/blender``)."""
 _WORKER_SOURCE = Path(__file__).with_name("_worker.py").read_bytes()
-_WORKER_FILES = {
+_WORKER_FILES: dict[str, bytes | str] = {
     "_worker.py": _WORKER_SOURCE,
     # The worker compiled once here: compiling its source cost every job ~8 ms of CPU (two
     # jobs per scene). A .pyc header (magic, 12 bytes) and the marshalled code: the job's
