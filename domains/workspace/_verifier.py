@@ -43,7 +43,22 @@ from ._tree import RESERVED_DIR, Changes, changes_between, parse_changes, parse_
 
 __all__ = ["Workspace", "prepare", "snapshot", "static_test_ids"]
 
-_RUNNER = (Path(__file__).with_name("_pytest_run.py")).read_text(encoding="utf-8")
+_HERE = Path(__file__).parent
+_CODE = _HERE.parent / "code"
+# The trusted runner, the project process's server and root, and code.tests' candidate
+# machinery they share (shipped as the package ``_vj``): written read-only to .verifiers/.
+_RUNNER_FILES: dict[str, str] = {
+    f"{RESERVED_DIR}/{dest}": src.read_text(encoding="utf-8")
+    for dest, src in {
+        "_pytest_run.py": _HERE / "_pytest_run.py",
+        "_project_server.py": _HERE / "_project_server.py",
+        "_project_root.py": _HERE / "_project_root.py",
+        "_vj/_judge_codec.py": _CODE / "_judge_codec.py",
+        "_vj/_judge_candidate.py": _CODE / "_judge_candidate.py",
+    }.items()
+}
+_RUNNER_FILES[f"{RESERVED_DIR}/_vj/__init__.py"] = ""
+_RUNNER_FILES[f"{RESERVED_DIR}/{HELPER_MODULE}.py"] = HELPER_SOURCE
 _STARTUP_S = 10.0
 _SNAPSHOT_BYTES = 32 << 20
 
@@ -139,7 +154,7 @@ _PARAM = re.compile(r"\[.*\]$")
 class Workspace(Verifier[WorkspaceSpec]):
     """Share of hidden tests the agent's final tree passes (SWE-bench semantics on request)."""
 
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     Spec = WorkspaceSpec
 
     def budget_s(self, spec: WorkspaceSpec) -> float:
@@ -237,17 +252,19 @@ class Workspace(Verifier[WorkspaceSpec]):
                 why = "" if ok else _io_why(res.returncode, res.timed_out, res.text("stderr"))
                 outcomes[f"io::{check.name}"] = (ok, why)
             if spec.tests:
+                # The hidden .py files never touch the disk (the project could read them as an
+                # oracle): they reach the trusted runner on stdin. Data files the tests read
+                # are written read-only over the tree.
+                hardened = {p: harden_test_source(t) for p, t in spec.tests.items()}
                 await sb.write_files(
                     {
-                        **{p: harden_test_source(t) for p, t in spec.tests.items()},
-                        f"{RESERVED_DIR}/{HELPER_MODULE}.py": HELPER_SOURCE,
-                        f"{RESERVED_DIR}/_pytest_run.py": _RUNNER,
-                        f"{RESERVED_DIR}/pytest.ini": "[pytest]\n",
+                        **{p: t for p, t in hardened.items() if not p.endswith(".py")},
+                        **_RUNNER_FILES,
                     },
                     readonly=True,
                 )
-                job = {"nonce": nonce, "files": sorted(p for p in spec.tests if p.endswith(".py"))}
                 left = max(1.0, deadline - time.monotonic())
+                job = {"nonce": nonce, "tests": hardened, "timeout_s": left}
                 res = await sb.exec(
                     ["python3", "-I", f"{RESERVED_DIR}/_pytest_run.py"],
                     stdin=json.dumps(job).encode(),
