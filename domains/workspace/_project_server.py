@@ -29,7 +29,8 @@ _write_msg = _server._write_msg
 
 def _exc_with_bases(exc: BaseException, tb_lines: int = 8) -> dict[str, object]:
     info: dict[str, object] = _exc_info(exc, tb_lines)
-    info["bases"] = [c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"][:16]
+    # One string: the runner keeps only str/bool fields of an exception reply.
+    info["bases"] = ",".join(c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins")
     return info
 
 

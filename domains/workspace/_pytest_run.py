@@ -236,20 +236,12 @@ def _candidate_class(jc: Any) -> Any:
                 info = exc.info
                 if exc.kind == "raised" and info.get("type") not in jc.SAFE_EXCEPTIONS:
                     # ``class ParseError(ValueError)`` comes back as the ValueError a test
-                    # expects; the name the project chose stays in the message.
-                    bases = info.get("bases")
-                    base = (
-                        next(
-                            (b for b in bases if b in jc.SAFE_EXCEPTIONS),
-                            None,
-                        )
-                        if type(bases) is list
-                        else None
-                    )
+                    # expects (its message as it was; the project's own name kept aside).
+                    bases = str(info.get("bases", "")).split(",")[:32]
+                    base = next((b for b in bases if b in jc.SAFE_EXCEPTIONS), None)
                     if base is not None:
-                        message = f"{str(info.get('type'))[:80]}: {info.get('message', '')}"
                         raise jc.CandidateError(
-                            "raised", {**info, "type": base, "message": message[:500]}
+                            "raised", {**info, "type": base, "project_type": info.get("type")}
                         ) from None
                 raise
             finally:
@@ -339,6 +331,12 @@ def _install_proxies(jc: Any, cand: Any) -> None:
 
         def __hash__(self) -> int:
             return id(self)
+
+        def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
+            raise TypeError(
+                "a hidden test cannot subclass a project class: the project runs in its own "
+                "process; test it through instances and functions"
+            )
 
         def __instancecheck__(self, obj: Any) -> bool:
             if not isinstance(obj, jc.Remote):

@@ -94,6 +94,59 @@ def static_test_ids(files: dict[str, str]) -> list[str]:
     return ids
 
 
+def check_proxy_limits(files: dict[str, str]) -> None:
+    """Refuse hidden tests that need what the project proxies cannot give (the task's fault).
+
+    The tests run in a trusted process and reach the project's modules through proxies into
+    the project's own process (``_pytest_run``), so a test module that *subclasses* a class it
+    imported from the project cannot run. Detected from the syntax, before anything runs: a
+    ``class`` whose base is rooted at a name imported from a module that is neither the
+    standard library nor installed here.
+
+    Raises:
+        BadInput: a hidden test subclasses a project class.
+    """
+    import importlib.util
+    import sys
+
+    def project(module: str) -> bool:
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or top in ("pytest", "_pytest"):
+            return False
+        try:
+            return importlib.util.find_spec(top) is None
+        except (ImportError, ValueError):
+            return True
+
+    for path, source in sorted(files.items()):
+        if not path.endswith(".py"):
+            continue
+        tree = ast.parse(source, filename=path)
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if project(node.module):
+                    names.update(a.asname or a.name for a in node.names if a.name != "*")
+            elif isinstance(node, ast.Import):
+                names.update(
+                    (a.asname or a.name).split(".")[0] for a in node.names if project(a.name)
+                )
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for base in node.bases:
+                root = base
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id in names:
+                    raise BadInput(
+                        f"code.workspace spec: hidden test {path} subclasses the project's "
+                        f"{ast.unparse(base)} (class {node.name}); the hidden tests run apart "
+                        "from the project, which they reach through proxies, so a test "
+                        "cannot subclass its classes: test through instances and functions"
+                    )
+
+
 async def prepare(sandbox: Sandbox, spec: WorkspaceSpec, *, timeout: float) -> None:
     """Write the starting tree and run the setup commands in ``sandbox``.
 
@@ -206,6 +259,7 @@ class Workspace(Verifier[WorkspaceSpec]):
     ) -> Result:
         """Apply ``changes`` over the starting tree in a fresh sandbox and run the hidden tests."""
         expected = static_test_ids(spec.tests)
+        check_proxy_limits(spec.tests)
         io_ids = [f"io::{c.name}" for c in spec.io]
         known = set(expected) | set(io_ids)
         for test_id in [*(spec.fail_to_pass or []), *spec.pass_to_pass]:
@@ -234,9 +288,24 @@ class Workspace(Verifier[WorkspaceSpec]):
             # A written file replaces whatever is at its path or at a parent's path (a file
             # where the agent now has a directory, a directory where it now has a file);
             # otherwise the runner's write fails and the agent's 0 would become an abstain.
-            clear = sorted({*deletes, *writes, *_parents(writes)})
+            # A parent is cleared only when it is not a real directory: clearing a directory
+            # would drop the starting tree's other files in it (``inv/__init__.py`` when the
+            # agent changed only ``inv/models.py``).
+            clear = sorted({*deletes, *writes})
             for start in range(0, len(clear), 200):
                 await sb.exec(["rm", "-rf", "--", *clear[start : start + 200]], timeout=30)
+            parents = sorted(_parents(writes) - set(clear))
+            for start in range(0, len(parents), 200):
+                await sb.exec(
+                    [
+                        "sh",
+                        "-c",
+                        'for p; do [ -d "$p" ] && [ ! -L "$p" ] || rm -rf -- "$p"; done',
+                        "sh",
+                        *parents[start : start + 200],
+                    ],
+                    timeout=30,
+                )
             if writes:
                 await sb.write_files(writes)
             for check in spec.io:

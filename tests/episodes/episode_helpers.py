@@ -16,6 +16,8 @@ T = TypeVar("T")
 
 TASKS = {t["id"]: t for t in iter_jsonl("workspace", "tasks.jsonl")}
 HACKS = list(iter_jsonl("workspace", "hacks.jsonl"))
+LIMITS = list(iter_jsonl("workspace", "limits.jsonl"))
+"""What the hidden tests' proxies into the project cannot carry: each row's expected verdict."""
 
 
 def row(task_id: str, **extra: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import pytest
-from episode_helpers import HACKS, TASKS, row, with_engine
+from episode_helpers import HACKS, LIMITS, TASKS, row, with_engine
 from verifiers.domains.workspace import WorkspaceSpec
 
 from verifiers import Engine, Result
@@ -68,9 +68,14 @@ def corpus() -> dict[str, Any]:
             for h in HACKS
             if "completion" in h
         ]
-        scored = await engine.score(offline_items + hack_items)
+        limit_items = [
+            {"id": lim["id"], "task": lim["task"], "completion": lim["completion"]}
+            for lim in LIMITS
+        ]
+        scored = await engine.score(offline_items + hack_items + limit_items)
         honest = dict(zip(TASKS, scored[: len(TASKS)], strict=True))
-        hacks = {r.id: r for r in scored[len(TASKS) :]}
+        hacks = {r.id: r for r in scored[len(TASKS) : len(TASKS) + len(hack_items)]}
+        limits = {r.id: r for r in scored[len(TASKS) + len(hack_items) :]}
         live = await asyncio.gather(*(_episode_honest(engine, tid) for tid in TASKS))
         episodes = dict(zip(TASKS, live, strict=True))
         ep_hacks = await asyncio.gather(
@@ -78,7 +83,7 @@ def corpus() -> dict[str, Any]:
         )
         for h, result in zip([h for h in HACKS if "actions" in h], ep_hacks, strict=True):
             hacks[h["id"]] = result
-        return {"honest": honest, "episodes": episodes, "hacks": hacks}
+        return {"honest": honest, "episodes": episodes, "hacks": hacks, "limits": limits}
 
     return with_engine(body, concurrency=4)
 
@@ -116,3 +121,17 @@ def test_hack_scores_zero(corpus: dict[str, Any], hack: dict[str, Any]) -> None:
     result = corpus["hacks"][hack["id"]]
     assert result.status == "fail", (hack["attack"], result.error, result.feedback)
     assert result.reward == 0.0, (hack["attack"], result.feedback)
+
+
+@pytest.mark.parametrize("limit", LIMITS, ids=[lim["id"] for lim in LIMITS])
+def test_proxy_limits_are_named(corpus: dict[str, Any], limit: dict[str, Any]) -> None:
+    """What the proxies into the project process cannot carry is said plainly: the model's
+    ``fail`` when the test ran, the task's ``bad_input`` when it could not (subclassing)."""
+    result = corpus["limits"][limit["id"]]
+    assert result.status == limit["status"], (limit["limit"], result.feedback, result.error)
+    if result.status == "error":
+        assert result.error is not None and result.error.kind == limit["error_kind"]
+        assert limit["contains"] in result.error.message
+    else:
+        assert result.reward == 0.0
+        assert limit["contains"] in (result.feedback or ""), result.feedback
