@@ -1,17 +1,16 @@
 """Strict comparisons for hidden tests: ``assert f(x) == 5`` must not trust the project's
 ``__eq__``.
 
-The hidden tests run in the same interpreter as the project (they import it), so an object
-whose ``__eq__`` always returns ``True`` (or an ``int`` subclass that does) would pass any
-``assert result == expected``. Before the hidden test files are written to the sandbox, every
-``==`` / ``!=`` inside an ``assert`` whose one side is a literal (``5``, ``"ok"``,
-``[1, (2, 3)]``, ``{"a": 1}``) is rewritten (on the host, on the task author's trusted source)
-into a call of :data:`HELPER_SOURCE`'s ``strict_eq``, which accepts only values of exactly the
-builtin types the literal has (``int`` and ``float`` interchangeable, never ``bool``),
-compared element by element without ever calling a method of the project's objects.
+The hidden tests run in a trusted process and see the project's values as decoded plain data
+or as handles (``_pytest_run``), so a lying ``__eq__`` is never asked; this rewrite is the
+second line: every ``==`` / ``!=`` inside an ``assert`` whose one side is a literal (``5``,
+``"ok"``, ``[1, (2, 3)]``, ``{"a": 1}``) is rewritten (on the host, on the task author's trusted
+source) into a call of :data:`HELPER_SOURCE`'s ``strict_eq``, which accepts only values of
+exactly the builtin types the literal has (``int`` and ``float`` interchangeable, never
+``bool``), compared element by element.
 
 Comparisons of two non-literal values (``assert p == Point(1, 2)``, ``pytest.approx``) keep
-Python's semantics: the project's own ``__eq__`` is then legitimately part of what is tested.
+Python's semantics here; on project objects the proxies decide them (never the project).
 """
 
 from __future__ import annotations
