@@ -28,9 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from verifiers.data import iter_jsonl
 from verifiers.domains.workspace import _verifier
 from verifiers.domains.workspace._strict import HELPER_MODULE, HELPER_SOURCE, harden_test_source
+
+from verifiers.data import iter_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 
