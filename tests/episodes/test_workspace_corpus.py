@@ -85,7 +85,7 @@ def corpus() -> dict[str, Any]:
             hacks[h["id"]] = result
         return {"honest": honest, "episodes": episodes, "hacks": hacks, "limits": limits}
 
-    return with_engine(body, concurrency=4)
+    return with_engine(body, concurrency=6)  # the rows that stall to the deadline overlap
 
 
 def test_corpus_size() -> None:
