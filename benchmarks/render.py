@@ -5,7 +5,9 @@
 * **warm**: through ``render.blender`` on the shared sandbox stack (``ctx.sandbox("blender")``:
   warm runners whose zygote preloaded bpy and warmed Cycles; per job one untrusted script
   session and one fresh judge session, each a fork of the zygote; full checks and host-side
-  PNG decoding), ``--workers`` jobs in parallel on ``--workers`` runners;
+  PNG decoding), ``--workers`` jobs in parallel on ``--workers`` runners, with ``--in-flight``
+  scenes queued over them (default 2 x workers, as the engine's concurrency 8 over pool_size
+  4), so a runner never waits on the host's bookkeeping between a scene's two sessions;
 * **cold**: the way peers run Blender: one fresh ``python -c`` per scene that imports bpy,
   runs the script, renders with the same settings, writes the PNG and exits (no sandbox, no
   checks), with the same parallelism.
@@ -15,13 +17,19 @@ on a shared machine the throughput ratio moves with the load (a cold Blender suf
 contention far more than a fork does), while CPU per scene does not. Warm: ``host`` (this
 process: verifier, PNG decoding, checks), ``jobs`` (the sandbox jobs' own CPU, from
 ``details.resources``) and, on Docker, ``containers`` (everything in the runners' cgroups:
-jobs, runners, zygote forks). Cold: the Blender processes (``RUSAGE_CHILDREN``).
+jobs, runners, zygote forks) or, locally, ``runner`` and ``zygote`` (from ``/proc``): the
+ratio is all-in on both backends. Cold: the Blender processes (``RUSAGE_CHILDREN``).
+
+``--ab N`` alternates N rounds of the old runner (zygotes on 4 KiB pages, as many scenes in
+flight as runners) and the new one on the local backend and prints the medians of each side:
+``cpu_cut`` (all-in CPU per scene) and ``throughput_gain``.
 
 Prints one JSON line; the table in docs/benchmarks/render.md comes from it. Usage::
 
     python benchmarks/render.py [--scenes 40] [--workers 2] [--backend local|docker]
         [--python ~/.cache/verifiers/bpy-venv/bin/python]  # the cold peer's interpreter
     python benchmarks/render.py --phases 12 [--backend local|docker]
+    python benchmarks/render.py --ab 3 [--scenes 30]  # interleaved old/new runner (local)
 
 ``--phases N`` profiles a warm scene instead (one runner, N scenes one after the other, the
 first two not counted): it runs the verifier's own two sessions with a copy of
