@@ -5,7 +5,9 @@
 * **warm**: through ``render.blender`` on the shared sandbox stack (``ctx.sandbox("blender")``:
   warm runners whose zygote preloaded bpy and warmed Cycles; per job one untrusted script
   session and one fresh judge session, each a fork of the zygote; full checks and host-side
-  PNG decoding), ``--workers`` jobs in parallel on ``--workers`` runners;
+  PNG decoding), ``--workers`` jobs in parallel on ``--workers`` runners, with ``--in-flight``
+  scenes queued over them (default 2 x workers, as the engine's concurrency 8 over pool_size
+  4), so a runner never waits on the host's bookkeeping between a scene's two sessions;
 * **cold**: the way peers run Blender: one fresh ``python -c`` per scene that imports bpy,
   runs the script, renders with the same settings, writes the PNG and exits (no sandbox, no
   checks), with the same parallelism.
@@ -15,13 +17,19 @@ on a shared machine the throughput ratio moves with the load (a cold Blender suf
 contention far more than a fork does), while CPU per scene does not. Warm: ``host`` (this
 process: verifier, PNG decoding, checks), ``jobs`` (the sandbox jobs' own CPU, from
 ``details.resources``) and, on Docker, ``containers`` (everything in the runners' cgroups:
-jobs, runners, zygote forks). Cold: the Blender processes (``RUSAGE_CHILDREN``).
+jobs, runners, zygote forks) or, locally, ``runner`` and ``zygote`` (from ``/proc``): the
+ratio is all-in on both backends. Cold: the Blender processes (``RUSAGE_CHILDREN``).
+
+``--ab N`` alternates N rounds of the old runner (zygotes on 4 KiB pages, as many scenes in
+flight as runners) and the new one on the local backend and prints the medians of each side:
+``cpu_cut`` (all-in CPU per scene) and ``throughput_gain``.
 
 Prints one JSON line; the table in docs/benchmarks/render.md comes from it. Usage::
 
     python benchmarks/render.py [--scenes 40] [--workers 2] [--backend local|docker]
         [--python ~/.cache/verifiers/bpy-venv/bin/python]  # the cold peer's interpreter
     python benchmarks/render.py --phases 12 [--backend local|docker]
+    python benchmarks/render.py --ab 3 [--scenes 30]  # interleaved old/new runner (local)
 
 ``--phases N`` profiles a warm scene instead (one runner, N scenes one after the other, the
 first two not counted): it runs the verifier's own two sessions with a copy of
@@ -136,11 +144,28 @@ def _container_cpu(provider: Any) -> float | None:
     return total
 
 
-async def run_warm(scenes: list[str], backend: str, workers: int) -> dict[str, Any]:
-    verifier = BlenderRender()
+def _provider(backend: str, workers: int, huge_pages: bool = True) -> Any:
+    """``workers`` warm runners; ``huge_pages=False``: their zygotes keep 4 KiB pages (the
+    runner before ``_collapse_huge_pages``; local backend only: ``--ab``'s old side)."""
     provider = open_provider(backend, SandboxSettings(pool_size=workers))  # type: ignore[arg-type]
+    if not huge_pages:
+        command = provider._command
+
+        def old_command(key: Any) -> tuple[list[str], dict[str, Any]]:
+            argv, config = command(key)
+            return argv, {**config, "huge_pages": False}
+
+        provider._command = old_command
+    return provider
+
+
+async def run_warm(
+    scenes: list[str], backend: str, workers: int, in_flight: int, huge_pages: bool = True
+) -> dict[str, Any]:
+    verifier = BlenderRender()
+    provider = _provider(backend, workers, huge_pages)
     spec = RenderSpec.model_validate(SPEC)
-    sem = asyncio.Semaphore(workers)
+    sem = asyncio.Semaphore(in_flight)
     job_cpu: list[float] = []
 
     async def one(script: str) -> tuple[float, str]:
@@ -162,16 +187,21 @@ async def run_warm(scenes: list[str], backend: str, workers: int) -> dict[str, A
     startup = time.perf_counter() - started
     job_cpu.clear()
     host_before, containers_before = _self_cpu(), _container_cpu(provider)
+    tree_before = _tree_cpu()
     started = time.perf_counter()
     done = await asyncio.gather(*(one(s) for s in scenes))
     total = time.perf_counter() - started
     host_cpu, containers_after = _self_cpu() - host_before, _container_cpu(provider)
+    sandbox_cpu = _roles_cpu(tree_before, _tree_cpu())
     await verifier.close()
     await provider.close()
     statuses = [status for _, status in done]
     cpu = {"host": host_cpu / len(scenes), "jobs": sum(job_cpu) / len(scenes)}
     if containers_before is not None and containers_after is not None:
         cpu["containers"] = (containers_after - containers_before) / len(scenes)
+    elif sandbox_cpu:  # local: the runners and zygotes under this process, from /proc
+        for role in ("runner", "zygote"):
+            cpu[role] = sandbox_cpu.get(role, 0.0) / len(scenes)
     return {
         **summary([lat for lat, _ in done], total),
         "startup_s": round(startup, 3),
@@ -279,6 +309,16 @@ def _tree_cpu() -> dict[str, float]:
     return out
 
 
+def _roles_cpu(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds by role between two :func:`_tree_cpu` snapshots (processes in both)."""
+    roles: dict[str, float] = {}
+    for key, value in after.items():
+        if key in before:
+            role = key.split(":")[0]
+            roles[role] = roles.get(role, 0.0) + value - before[key]
+    return roles
+
+
 async def run_phases(n: int, backend: str) -> dict[str, Any]:
     """Per-step CPU and wall of warm scenes, through the verifier's own two sessions."""
     from verifiers.domains.render import _verifier
@@ -336,13 +376,8 @@ async def run_phases(n: int, backend: str) -> dict[str, Any]:
             rows.append({"script": steps(marks_a, run_a), "judge": steps(marks_b, run_b)})
             size.append(len(blend))
     host = (_self_cpu() - host) / n
-    after = _tree_cpu()
+    roles = {k: v / n for k, v in _roles_cpu(before, _tree_cpu()).items()}
     await provider.close()
-    roles: dict[str, float] = {}
-    for key, value in after.items():
-        if key in before:
-            role = key.split(":")[0]
-            roles[role] = roles.get(role, 0.0) + (value - before[key]) / n
     out: dict[str, Any] = {}
     for side in ("script", "judge"):
         out[side] = {
@@ -354,9 +389,37 @@ async def run_phases(n: int, backend: str) -> dict[str, Any]:
 
 
 def _warm_cpu(warm: dict[str, Any]) -> float:
-    """All CPU a warm scene cost: the host's plus the containers' (docker) or the jobs'."""
+    """All CPU a warm scene cost: the host's plus the containers' (docker: jobs, runners and
+    zygote forks) or, locally, the jobs', the runners' and the zygotes'."""
     cpu = warm["cpu_per_scene"]
-    return float(cpu["host"]) + float(cpu.get("containers", cpu["jobs"]))
+    sandbox = cpu.get("containers", cpu["jobs"] + cpu.get("runner", 0.0) + cpu.get("zygote", 0.0))
+    return float(cpu["host"]) + float(sandbox)
+
+
+async def run_ab(rounds: int, scenes: list[str], workers: int, in_flight: int) -> dict[str, Any]:
+    """Interleaved A/B on the local backend: the old runner (zygotes on 4 KiB pages, as many
+    scenes in flight as runners) and the new one (huge pages, ``in_flight`` scenes), in
+    alternating order, ``rounds`` times each, in one process and one load window."""
+    sides: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+    for i in range(rounds):
+        order = ("old", "new") if i % 2 == 0 else ("new", "old")
+        for side in order:
+            new = side == "new"
+            warm = await run_warm(scenes, "local", workers, in_flight if new else workers, new)
+            sides[side].append(
+                {
+                    "scenes_per_s": warm["scenes_per_s"],
+                    "cpu_all_in": round(_warm_cpu(warm), 4),
+                    **warm["cpu_per_scene"],
+                }
+            )
+    out: dict[str, Any] = {}
+    for side, runs in sides.items():
+        out[side] = {k: round(statistics.median(r[k] for r in runs), 4) for k in runs[0]}
+        out[side]["runs"] = runs
+    out["throughput_gain"] = round(out["new"]["scenes_per_s"] / out["old"]["scenes_per_s"], 3)
+    out["cpu_cut"] = round(1 - out["new"]["cpu_all_in"] / out["old"]["cpu_all_in"], 3)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -370,8 +433,33 @@ def main(argv: list[str] | None = None) -> int:
         default=Path("~/.cache/verifiers/bpy-venv/bin/python").expanduser(),
         help="interpreter with bpy for the cold peer",
     )
+    parser.add_argument(
+        "--in-flight",
+        type=int,
+        default=0,
+        help="scenes the warm side has in flight (default: 2 x workers, the engine's own "
+        "ratio of concurrency to sandbox pool_size, 8 over 4); still at most --workers jobs "
+        "run at once, as the cold peer runs at most --workers Blender processes",
+    )
     parser.add_argument("--phases", type=int, default=0, help="profile N warm scenes instead")
+    parser.add_argument(
+        "--ab", type=int, default=0, help="N interleaved rounds of the old and new runner"
+    )
     args = parser.parse_args(argv)
+    in_flight = args.in_flight or 2 * args.workers
+    scenes = [make_scene(seed) for seed in range(args.scenes)]
+    if args.ab:
+        ab = asyncio.run(run_ab(args.ab, scenes, args.workers, in_flight))
+        record = {
+            "benchmark": "render-ab",
+            "scenes": args.scenes,
+            "workers": args.workers,
+            "in_flight": {"old": args.workers, "new": in_flight},
+            **ab,
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+        }
+        print(json.dumps(record), flush=True)
+        return 0
     if args.phases:
         phases = asyncio.run(run_phases(args.phases, args.backend))
         record = {
@@ -383,13 +471,13 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(record), flush=True)
         return 0
-    scenes = [make_scene(seed) for seed in range(args.scenes)]
-    warm = asyncio.run(run_warm(scenes, args.backend, args.workers))
+    warm = asyncio.run(run_warm(scenes, args.backend, args.workers, in_flight))
     cold = asyncio.run(run_cold(scenes, args.python, args.workers))
     record = {
         "benchmark": "render",
         "scenes": args.scenes,
         "workers": args.workers,
+        "in_flight": in_flight,
         "backend": args.backend,
         "cpus": os.cpu_count(),
         "warm": warm,

@@ -80,3 +80,55 @@ class RenderRunner:
         self.loop.run_until_complete(self.verifier.close())
         self.loop.run_until_complete(self.provider.close())
         self.loop.close()
+
+
+_HUGE_PAGES_JOB = """
+import ctypes, os
+rollup = open("/proc/self/smaps_rollup").read()
+huge_kb = int(rollup.split("AnonHugePages:")[1].split()[0])
+best, start, end = 0, 0, 0
+vma = None
+for line in open("/proc/self/smaps"):
+    head = line.split()
+    if "-" in head[0] and len(head) >= 5:
+        vma = [int(x, 16) for x in head[0].split("-")]
+    elif head[0] == "AnonHugePages:" and int(head[1]) > best:
+        best, (start, end) = int(head[1]), vma
+# The middle 2 MiB of the zygote's largest huge-page mapping, as this fork inherited it.
+addr = ((start + end) // 2) & ~((2 << 20) - 1)
+before = ctypes.string_at(addr, 64).hex() if best else ""
+if best and os.environ.get("WRITE"):
+    ctypes.memset(addr, 0xA5, 64)
+    assert ctypes.string_at(addr, 64) == b"\\xa5" * 64
+os.write(1, f"{huge_kb} {addr} {before}\\n".encode())
+os._exit(0)
+"""
+
+
+def zygote_huge_pages(runner: RenderRunner) -> tuple[int, list[str]]:
+    """KiB of huge pages a blender job inherits from the zygote, and what three jobs read at
+    one address inside one of them: the second job wrote over it first (its own copy)."""
+
+    async def jobs() -> list[str]:
+        seen = []
+        for env in ({}, {"WRITE": "1"}, {}):
+            async with runner.provider.session("blender", memory_mb=256, pids=16) as sb:
+                run = await sb.exec(["python", "-c", _HUGE_PAGES_JOB], env=env, timeout=60)
+                assert run.returncode == 0, run.text("stderr")
+                seen.append(run.text("stdout").strip())
+        return seen
+
+    seen = runner.loop.run_until_complete(jobs())
+    return int(seen[0].split()[0]), seen
+
+
+def huge_pages_possible() -> bool:
+    """Whether this kernel can collapse memory into huge pages (``MADV_COLLAPSE``: 6.1+)."""
+    import os
+
+    try:
+        mode = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+        major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+    except (OSError, ValueError):
+        return False
+    return "[never]" not in mode and (major, minor) >= (6, 1)

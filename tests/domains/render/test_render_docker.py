@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from attack_corpus import attack_rows, check_row
-from render_helpers import GOOD_SCENE, RenderRunner
+from render_helpers import GOOD_SCENE, RenderRunner, huge_pages_possible, zygote_huge_pages
 
 from verifiers.data import data_path
 
@@ -88,3 +88,13 @@ def test_task_suite_verdicts_in_the_image(
 @pytest.mark.parametrize("item", attack_rows(), ids=lambda d: str(d["id"]))
 def test_attack_corpus_in_the_image(docker_runner: RenderRunner, item: dict[str, Any]) -> None:
     check_row(docker_runner, item)  # the same verdicts as on the local backend
+
+
+def test_jobs_fork_a_zygote_on_huge_pages_in_the_image(docker_runner: RenderRunner) -> None:
+    """As on the local backend (test_render_blender): the container's zygote is on huge pages
+    and a job's write into one stays its own."""
+    huge_kb, seen = zygote_huge_pages(docker_runner)
+    if huge_pages_possible():
+        assert huge_kb >= 16 << 10, seen
+    first, written, third = (line.split()[1:] for line in seen)
+    assert first == written == third, seen
