@@ -704,54 +704,40 @@ def _prometheus(actors: list[dict[str, Any]], stats: RayStats) -> str:
     def labels(pairs: dict[str, Any]) -> str:
         return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in pairs.items()) + "}"
 
-    lines = [
-        "# HELP verifiers_results_total Results by status and verifier",
-        "# TYPE verifiers_results_total counter",
-    ]
-    for a in actors:
-        who = {"actor": a["actor"], "node": a["node"]}
-        for row in a.get("verifiers_results_total", []):
-            pairs = {**who, "status": row["status"], "verifier": row["verifier"]}
-            lines.append(f"verifiers_results_total{labels(pairs)} {row['value']}")
-    lines += [
-        "# HELP verifiers_errors_total Unjudged results by error kind and verifier",
-        "# TYPE verifiers_errors_total counter",
-    ]
-    for a in actors:
-        who = {"actor": a["actor"], "node": a["node"]}
-        for row in a.get("verifiers_errors_total", []):
-            pairs = {**who, "kind": row["kind"], "verifier": row["verifier"]}
-            lines.append(f"verifiers_errors_total{labels(pairs)} {row['value']}")
-    lines += [
-        "# HELP verifiers_item_seconds Per-item verification time",
-        "# TYPE verifiers_item_seconds summary",
-    ]
-    for a in actors:
-        who = {"actor": a["actor"], "node": a["node"]}
+    lines: list[str] = []
+
+    def family(name: str, kind: str, about: str) -> None:
+        lines.extend([f"# HELP {name} {about}", f"# TYPE {name} {kind}"])
+
+    per_actor = [(a, {"actor": a["actor"], "node": a["node"]}) for a in actors]
+    for name, about, keys in (
+        ("verifiers_results_total", "Results by status and verifier", ("status", "verifier")),
+        (
+            "verifiers_errors_total",
+            "Unjudged results by error kind and verifier",
+            ("kind", "verifier"),
+        ),
+    ):
+        family(name, "counter", about)
+        for a, who in per_actor:
+            for row in a.get(name, []):
+                pairs = {**who, **{key: row[key] for key in keys}}
+                lines.append(f"{name}{labels(pairs)} {row['value']}")
+    family("verifiers_item_seconds", "summary", "Per-item verification time")
+    for a, who in per_actor:
         for row in a.get("verifiers_item_seconds", []):
             tags = labels({**who, "verifier": row["verifier"]})
             lines.append(f"verifiers_item_seconds_sum{tags} {row['sum']}")
             lines.append(f"verifiers_item_seconds_count{tags} {row['count']}")
-    lines += [
-        "# HELP verifiers_items_in_flight Items being scored",
-        "# TYPE verifiers_items_in_flight gauge",
-    ]
-    for a in actors:
+    family("verifiers_items_in_flight", "gauge", "Items being scored")
+    for a, who in per_actor:
         if "verifiers_items_in_flight" in a:
-            tags = labels({"actor": a["actor"], "node": a["node"]})
-            lines.append(f"verifiers_items_in_flight{tags} {a['verifiers_items_in_flight']}")
-    lines += [
-        "# HELP verifiers_ray_actor_up Whether the driver last saw the actor alive",
-        "# TYPE verifiers_ray_actor_up gauge",
-    ]
-    for a in actors:
-        tags = labels({"actor": a["actor"], "node": a["node"]})
-        lines.append(f"verifiers_ray_actor_up{tags} {1 if a['alive'] else 0}")
-    lines += [
-        "# HELP verifiers_ray_retried_total Extra actor calls after an actor died",
-        "# TYPE verifiers_ray_retried_total counter",
-        f"verifiers_ray_retried_total {stats.retried}",
-    ]
+            lines.append(f"verifiers_items_in_flight{labels(who)} {a['verifiers_items_in_flight']}")
+    family("verifiers_ray_actor_up", "gauge", "Whether the driver last saw the actor alive")
+    for a, who in per_actor:
+        lines.append(f"verifiers_ray_actor_up{labels(who)} {1 if a['alive'] else 0}")
+    family("verifiers_ray_retried_total", "counter", "Extra actor calls after an actor died")
+    lines.append(f"verifiers_ray_retried_total {stats.retried}")
     return "\n".join(lines) + "\n"
 
 
