@@ -89,11 +89,7 @@ NAMESPACE = "verifiers"
 
 
 def _ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise MissingDependency(exc.name or "ray", "ray") from None
-    return ray
+    return MissingDependency.require("ray", "ray")
 
 
 class ClusterLimit:
