@@ -132,6 +132,7 @@ class ClusterLimit:
             self._changed.set()
 
     async def acquire(self, holder: str) -> int:
+        """Wait for a free slot and lease it to ``holder``; returns the lease number."""
         while True:
             soonest = self._reap()
             if len(self._leases) < self.size:
@@ -147,6 +148,7 @@ class ClusterLimit:
                 pass
 
     def release(self, holder: str, lease: int) -> None:
+        """Give back one lease of ``holder`` (a lease it does not hold is ignored)."""
         held = self._leases.get(lease)
         if held is not None and held[0] == holder:
             del self._leases[lease]
@@ -161,6 +163,7 @@ class ClusterLimit:
         return len(mine)
 
     def release_holder(self, holder: str) -> int:
+        """Give back every lease of ``holder`` (an engine that closed); returns how many."""
         mine = [lease for lease, (who, _) in self._leases.items() if who == holder]
         for lease in mine:
             del self._leases[lease]
@@ -169,6 +172,7 @@ class ClusterLimit:
         return len(mine)
 
     def state(self) -> dict[str, Any]:
+        """Size, leases held now, the most held at once, leases expired, lease time (reaps first)."""
         self._reap()
         return {
             "size": self.size,
@@ -310,6 +314,7 @@ class RayStats:
     """Items that ended as ``error/infra`` because no actor could take them."""
 
     def as_dict(self) -> dict[str, Any]:
+        """The counters as plain JSON data (counter keys as strings)."""
         return {
             "items": self.items,
             "retried": self.retried,
@@ -492,9 +497,11 @@ class RayScorer:
         ]
 
     def metrics(self, timeout_s: float = 30.0) -> list[dict[str, Any]]:
-        """Each live actor's counters, under the reward server's metric names, with its
-        ``actor`` index, ``node`` and ``pid``. An actor that does not answer within
-        ``timeout_s`` is left out (``alive`` is as last seen)."""
+        """Each live actor's counters, under the reward server's metric names.
+
+        Each row has the actor's ``actor`` index, ``node`` and ``pid``. An actor that does not
+        answer within ``timeout_s`` is left out (``alive`` is as last seen).
+        """
         ray = self._ray
         out = []
         for actor in self._actors:
@@ -509,16 +516,21 @@ class RayScorer:
         return out
 
     def metrics_text(self, timeout_s: float = 30.0) -> str:
-        """:meth:`metrics` as Prometheus text: the reward server's names, plus ``actor`` and
-        ``node`` labels (one series per actor), and ``verifiers_ray_*`` driver counters."""
+        """:meth:`metrics` as Prometheus text.
+
+        The reward server's names, plus ``actor`` and ``node`` labels (one series per actor),
+        and the ``verifiers_ray_*`` driver counters.
+        """
         return _prometheus(self.metrics(timeout_s), self.stats)
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close every actor's engine and end the actors. Idempotent; the cluster stays up
-        (the named limit actor too: it is shared by name). A Ray connection this scorer made
-        is closed; one the caller made stays."""
+        """Close every actor's engine and end the actors.
+
+        Idempotent; the cluster stays up (the named limit actor too: it is shared by name). A
+        Ray connection this scorer made is closed; one the caller made stays.
+        """
         with self._lock:
             if self._closed:
                 return

@@ -1,5 +1,4 @@
-"""Built-in answer verifiers: ``answer.exact``, ``answer.numeric``, ``answer.math``,
-``format.regex``.
+"""Built-in answer verifiers: answer.exact, answer.numeric, answer.math, format.regex.
 
 Importing this package registers them; the registry imports it lazily the first time a name
 starting with ``answer.`` or ``format.`` is looked up. sympy is imported only inside the
