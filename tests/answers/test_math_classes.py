@@ -96,7 +96,7 @@ def test_hostile_answers_are_fast_fails(candidate: str) -> None:
 )
 def test_box_and_formula_scans_are_linear(text: str) -> None:
     # These run inline in the event loop, before any worker: linear in the completion.
-    from verifiers.answers._extract import extract_answer
+    from verifiers.answers._locate import extract_answer
     from verifiers.answers._mathboxes import boxed_group, last_math_segment
 
     started = time.process_time()  # CPU: the bound holds on a loaded machine

@@ -8,8 +8,8 @@ starting with ``answer.`` or ``format.`` is looked up. sympy is imported only in
 from __future__ import annotations
 
 from ._exact import ExactAnswer, ExactSpec, extract_choice, normalize_text
-from ._extract import extract_answer
 from ._format import FormatRegex, FormatSpec, PatternRule
+from ._locate import extract_answer
 from ._math import MathAnswer, MathSpec, equivalent
 from ._numeric import NumericAnswer, NumericSpec, extract_number
 
