@@ -65,7 +65,7 @@ def bare_loop(src: Path, dst: Path) -> dict[str, Any]:
     """json.loads + answer.exact's extraction/normalisation + json.dumps; no validation,
     no engine, no error handling: the floor the CLI is compared to."""
     from verifiers.answers._exact import normalize_text
-    from verifiers.answers._extract import extract_answer
+    from verifiers.answers._locate import extract_answer
 
     def norm(text: str) -> str:
         return normalize_text(

@@ -56,6 +56,7 @@ from verifiers.domains.finance._sources import clear_inline_caches
 import verifiers
 from verifiers.context import VerifierContext
 from verifiers.protocol import Verifier
+from verifiers.settings import cache_dir
 from verifiers.types import Trajectory
 
 
@@ -261,7 +262,7 @@ def _lazy_one(pdf: str, question: str, base: str) -> dict[str, Any]:
     import resource
 
     os.environ["VERIFIERS_CACHE_DIR"] = tempfile.mkdtemp()
-    pdf_cache.directory = Path(os.environ["VERIFIERS_CACHE_DIR"]) / "finance-pdf"
+    pdf_cache.directory = cache_dir() / "finance-pdf"
     pdf_cache.clear_memory()
     pages = int(Path(pdf).stem.split("-")[-1])
     report = synth.make_report(5, pages=pages)

@@ -1,4 +1,4 @@
-"""Isolated execution of untrusted code: hardened containers, a local embedded backend, a fake.
+r"""Isolated execution of untrusted code: hardened containers, a local embedded backend, a fake.
 
 Use a provider from :func:`open_provider` and one session per job::
 
@@ -6,7 +6,7 @@ Use a provider from :func:`open_provider` and one session per job::
     async with provider.session("python", timeout_s=5, memory_mb=256) as sb:
         await sb.write_files({"main.py": "print(6 * 7)"})
         result = await sb.exec(["python3", "main.py"])
-        assert result.stdout == b"42\\n"
+        assert result.stdout == b"42\n"
     await provider.close()
 
 A failing command is an :class:`ExecResult` (``returncode``, ``timed_out``, ``oom_killed``,

@@ -78,11 +78,7 @@ _DOCKER_HINT = "start dockerd (or set DOCKER_HOST), or use --sandbox local"
 
 
 def _import_docker() -> Any:
-    try:
-        import docker
-    except ImportError:
-        raise MissingDependency("docker", "sandbox") from None
-    return docker
+    return MissingDependency.require("docker", "sandbox")
 
 
 def _process_start(pid: int) -> str:

@@ -227,21 +227,32 @@ def build_base(client: Any, settings: SandboxSettings, log: Callable[[str], None
         log(f"base {tag}: up to date")
         return tag
     rootfs = base_rootfs(settings, log)
-    with tempfile.TemporaryDirectory(prefix="base-", dir=_cache_dir()) as tmp:
+    log(f"base {tag}: docker import")
+    docker_import(client, rootfs, tag, [f"LABEL {LABEL}=base"])
+    return tag
+
+
+def docker_import(client: Any, root: Path, tag: str, changes: list[str]) -> None:
+    """``docker import`` the folder ``root`` as ``tag``, with the Dockerfile ``changes``
+    (``ENV``, ``WORKDIR``, ``LABEL`` lines): the one way a folder becomes an image, for the base
+    and for every runtime.
+
+    Raises:
+        InfraError: tar or the import failed, or the import made no image.
+    """
+    with tempfile.TemporaryDirectory(prefix="import-", dir=_cache_dir()) as tmp:
         tarball = Path(tmp) / "rootfs.tar"
         subprocess.run(
-            ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
+            ["tar", "--numeric-owner", "-C", str(root), "-cf", str(tarball), "."],
             check=True,
-            timeout=600,
+            timeout=1200,
         )
         repository, _, version = tag.rpartition(":")
-        log(f"base {tag}: docker import")
         client.api.import_image_from_file(
-            str(tarball), repository=repository, tag=version, changes=[f"LABEL {LABEL}=base"]
+            str(tarball), repository=repository, tag=version, changes=changes
         )
     if not _image_exists(client, tag):
         raise InfraError(f"docker import did not produce {tag}")
-    return tag
 
 
 def _run_prepare(image: ImageDef, context: Path) -> None:
@@ -272,7 +283,7 @@ def build_image(
     Raises:
         InfraError: the prepare hook or ``docker build`` failed (last log lines included).
     """
-    from ._runtimes import build_rootfs, import_image, load_runtime
+    from ._runtimes import build_rootfs, image_changes, load_runtime
 
     tag = image_tag(image, settings)
     runtime = load_runtime(image.path)
@@ -284,9 +295,7 @@ def build_image(
     if runtime is not None:
         root, _ = build_rootfs(runtime, settings, log, force=force)
         log(f"{image.name} {tag}: docker import of {root}")
-        import_image(client, root, tag, runtime, LABEL)
-        if not _image_exists(client, tag):
-            raise InfraError(f"docker import did not produce {tag}")
+        docker_import(client, root, tag, image_changes(runtime, LABEL))
         repository, _, _ = tag.rpartition(":")
         client.api.tag(tag, repository, "latest")
         return tag, True

@@ -660,31 +660,13 @@ def build_rootfs(
     return final, True
 
 
-def import_image(client: Any, root: Path, tag: str, runtime: Runtime, label: str) -> None:
-    """``docker import`` the root filesystem as ``tag`` (the Docker image of the runtime).
-
-    Raises:
-        InfraError: tar or the import failed.
-    """
-    with tempfile.TemporaryDirectory(prefix="import-", dir=cache_dir()) as tmp:
-        tarball = Path(tmp) / "rootfs.tar"
-        subprocess.run(
-            ["tar", "--numeric-owner", "-C", str(root), "-cf", str(tarball), "."],
-            check=True,
-            timeout=1200,
-        )
-        repository, _, version = tag.rpartition(":")
-        env = " ".join(
-            f"{k}={v}" for k, v in {**runtime.job_env(), "PATH": runtime.path_env}.items()
-        )
-        client.api.import_image_from_file(
-            str(tarball),
-            repository=repository,
-            tag=version,
-            changes=[
-                f"ENV {env}",
-                "WORKDIR /work",
-                f"LABEL {label}=image",
-                f"LABEL {label}.image={runtime.name}",
-            ],
-        )
+def image_changes(runtime: Runtime, label: str) -> list[str]:
+    """The Dockerfile changes that make the runtime's root filesystem its Docker image: the
+    job environment, ``/work`` and the labels the cleanup finds it by."""
+    env = " ".join(f"{k}={v}" for k, v in {**runtime.job_env(), "PATH": runtime.path_env}.items())
+    return [
+        f"ENV {env}",
+        "WORKDIR /work",
+        f"LABEL {label}=image",
+        f"LABEL {label}.image={runtime.name}",
+    ]

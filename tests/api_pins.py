@@ -13,11 +13,20 @@ from collections.abc import Iterable
 from types import ModuleType
 
 
-def assert_pinned(module: ModuleType, names: Iterable[str]) -> None:
-    """``module.__all__`` is exactly ``names`` (in any order) and every name resolves."""
+def assert_pinned(
+    module: ModuleType, names: Iterable[str], *, registers: Iterable[str] = ()
+) -> None:
+    """``module.__all__`` is exactly ``names`` (in any order) and every name resolves; each
+    registry name in ``registers`` is a verifier the module exports, named so."""
+    from verifiers.registry import get_verifier
+
     assert sorted(module.__all__) == sorted(names), module.__name__
     missing = [name for name in module.__all__ if not hasattr(module, name)]
     assert not missing, f"{module.__name__} exports names it does not define: {missing}"
+    for name in registers:
+        cls = get_verifier(name)
+        assert cls.name == name, (name, cls)
+        assert getattr(module, cls.__name__, None) is cls, f"{module.__name__} lacks {cls}"
 
 
 def heavy_imports(modules: Iterable[str], heavy: Iterable[str]) -> list[str]:

@@ -77,8 +77,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real test data (TAT-QA, meshes, PDFs) beside the repository: ``../shared/data``."""
+    from verifiers.settings import env
+
     for candidate in (
-        os.environ.get("VERIFIERS_SHARED_DATA"),
+        env("VERIFIERS_SHARED_DATA"),
         REPO.parent / "shared" / "data",
         Path("/work/shared/data"),
     ):

@@ -41,6 +41,8 @@ A *model* failure (wrong answer, crashing candidate code) is never an exception:
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import ClassVar
 
 __all__ = [
@@ -180,6 +182,28 @@ class MissingDependency(VerifierError):
         )
         self.module = module
         self.extra = extra
+
+    @classmethod
+    def require(cls, module: str, extra: str) -> ModuleType:
+        """Import an optional ``module`` on first use, or raise this error naming the extra.
+
+        The one way the package imports an optional dependency: the message names the module
+        that is missing (a dependency of ``module`` when that is what failed to import).
+
+        Example:
+            >>> MissingDependency.require("json", "core").__name__
+            'json'
+            >>> MissingDependency.require("no_such_module", "mesh")
+            Traceback (most recent call last):
+            verifiers.errors.MissingDependency: optional dependency 'no_such_module' is not installed (pip install 'verifiers[mesh]')
+
+        Raises:
+            MissingDependency: ``module``, or a module it imports, is not installed.
+        """
+        try:
+            return importlib.import_module(module)
+        except ImportError as exc:
+            raise cls(exc.name or module, extra) from None
 
 
 class InvalidOutput(VerifierError):

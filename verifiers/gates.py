@@ -123,8 +123,10 @@ def validate_gates(names: Sequence[str], gates: Sequence[str], structural: Seque
 
 
 async def read_left(sb: Any, name: str, cap: int) -> bytes | None:
-    """A file a job left in its sandbox, which the model's process could have replaced:
-    None when it is absent, not a regular file or over ``cap`` bytes, never an error."""
+    """A file a job left in its sandbox, which the model's process could have replaced.
+
+    None when it is absent, not a regular file or over ``cap`` bytes, never an error.
+    """
     try:
         return bytes(await sb.read_file(name, max_bytes=cap))
     except (FileNotFoundError, BadInput):
@@ -141,10 +143,12 @@ class _Run(Protocol):
 
 
 def process_end(run: _Run) -> tuple[str, int]:
-    """How a sandboxed job's process ended: ``(how, code)`` with ``how`` one of ``timeout``
-    (code 0), ``oom`` (the exit status), ``signal`` (the signal number) or ``exit`` (the
-    exit status). An out-of-memory kill counts only when the process did not exit 0: a job
-    that finished its work is judged by its work."""
+    """How a sandboxed job's process ended: ``(how, code)``.
+
+    ``how`` is one of ``timeout`` (code 0), ``oom`` (the exit status), ``signal`` (the signal
+    number) or ``exit`` (the exit status). An out-of-memory kill counts only when the process
+    did not exit 0: a job that finished its work is judged by its work.
+    """
     if run.timed_out:
         return "timeout", 0
     if run.oom_killed and run.returncode != 0:
@@ -168,8 +172,9 @@ def text_capped(value: Any, cap: int = 1000) -> str:
 
 
 def untrusted_error(error: Any) -> dict[str, Any] | None:
-    """An exception report written by the model's process, rebuilt from known keys and
-    types only (text made valid UTF-8 and capped, at most 5 frames); None if it is not one.
+    """An exception report written by the model's process, rebuilt from known keys and types.
+
+    Text is made valid UTF-8 and capped, at most 5 frames are kept; None if it is not one.
     """
     if not isinstance(error, dict):
         return None

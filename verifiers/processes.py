@@ -1,7 +1,8 @@
-"""Killable worker processes for CPU-heavy verification (sympy, trimesh, pdf parsing): the
-:class:`ProcessPool` behind ``ctx.run_in_worker``. (Not the sandbox's runners, which run model
-code: those are :mod:`verifiers.sandbox`'s; the old names ``verifiers.workers.WorkerPool`` and
-``python -m verifiers._worker`` still work.)
+"""Killable worker processes for CPU-heavy verification (sympy, trimesh, pdf parsing).
+
+:class:`ProcessPool` is what ``ctx.run_in_worker`` runs on. (Not the sandbox's runners, which
+run model code: those are :mod:`verifiers.sandbox`'s; the old names
+``verifiers.workers.WorkerPool`` and ``python -m verifiers._worker`` still work.)
 
 Why processes and not threads: a runaway computation (a pathological mesh, a PDF that makes
 pdfminer loop) cannot be interrupted inside a thread, and alarm signals break in threads

@@ -89,11 +89,7 @@ NAMESPACE = "verifiers"
 
 
 def _ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise MissingDependency(exc.name or "ray", "ray") from None
-    return ray
+    return MissingDependency.require("ray", "ray")
 
 
 class ClusterLimit:
@@ -136,6 +132,7 @@ class ClusterLimit:
             self._changed.set()
 
     async def acquire(self, holder: str) -> int:
+        """Wait for a free slot and lease it to ``holder``; returns the lease number."""
         while True:
             soonest = self._reap()
             if len(self._leases) < self.size:
@@ -151,6 +148,7 @@ class ClusterLimit:
                 pass
 
     def release(self, holder: str, lease: int) -> None:
+        """Give back one lease of ``holder`` (a lease it does not hold is ignored)."""
         held = self._leases.get(lease)
         if held is not None and held[0] == holder:
             del self._leases[lease]
@@ -165,6 +163,7 @@ class ClusterLimit:
         return len(mine)
 
     def release_holder(self, holder: str) -> int:
+        """Give back every lease of ``holder`` (an engine that closed); returns how many."""
         mine = [lease for lease, (who, _) in self._leases.items() if who == holder]
         for lease in mine:
             del self._leases[lease]
@@ -173,6 +172,7 @@ class ClusterLimit:
         return len(mine)
 
     def state(self) -> dict[str, Any]:
+        """Size, leases held now, the most held at once, leases expired, lease time (reaps first)."""
         self._reap()
         return {
             "size": self.size,
@@ -314,6 +314,7 @@ class RayStats:
     """Items that ended as ``error/infra`` because no actor could take them."""
 
     def as_dict(self) -> dict[str, Any]:
+        """The counters as plain JSON data (counter keys as strings)."""
         return {
             "items": self.items,
             "retried": self.retried,
@@ -496,9 +497,11 @@ class RayScorer:
         ]
 
     def metrics(self, timeout_s: float = 30.0) -> list[dict[str, Any]]:
-        """Each live actor's counters, under the reward server's metric names, with its
-        ``actor`` index, ``node`` and ``pid``. An actor that does not answer within
-        ``timeout_s`` is left out (``alive`` is as last seen)."""
+        """Each live actor's counters, under the reward server's metric names.
+
+        Each row has the actor's ``actor`` index, ``node`` and ``pid``. An actor that does not
+        answer within ``timeout_s`` is left out (``alive`` is as last seen).
+        """
         ray = self._ray
         out = []
         for actor in self._actors:
@@ -513,16 +516,21 @@ class RayScorer:
         return out
 
     def metrics_text(self, timeout_s: float = 30.0) -> str:
-        """:meth:`metrics` as Prometheus text: the reward server's names, plus ``actor`` and
-        ``node`` labels (one series per actor), and ``verifiers_ray_*`` driver counters."""
+        """:meth:`metrics` as Prometheus text.
+
+        The reward server's names, plus ``actor`` and ``node`` labels (one series per actor),
+        and the ``verifiers_ray_*`` driver counters.
+        """
         return _prometheus(self.metrics(timeout_s), self.stats)
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close every actor's engine and end the actors. Idempotent; the cluster stays up
-        (the named limit actor too: it is shared by name). A Ray connection this scorer made
-        is closed; one the caller made stays."""
+        """Close every actor's engine and end the actors.
+
+        Idempotent; the cluster stays up (the named limit actor too: it is shared by name). A
+        Ray connection this scorer made is closed; one the caller made stays.
+        """
         with self._lock:
             if self._closed:
                 return
@@ -704,54 +712,40 @@ def _prometheus(actors: list[dict[str, Any]], stats: RayStats) -> str:
     def labels(pairs: dict[str, Any]) -> str:
         return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in pairs.items()) + "}"
 
-    lines = [
-        "# HELP verifiers_results_total Results by status and verifier",
-        "# TYPE verifiers_results_total counter",
-    ]
-    for a in actors:
-        who = {"actor": a["actor"], "node": a["node"]}
-        for row in a.get("verifiers_results_total", []):
-            pairs = {**who, "status": row["status"], "verifier": row["verifier"]}
-            lines.append(f"verifiers_results_total{labels(pairs)} {row['value']}")
-    lines += [
-        "# HELP verifiers_errors_total Unjudged results by error kind and verifier",
-        "# TYPE verifiers_errors_total counter",
-    ]
-    for a in actors:
-        who = {"actor": a["actor"], "node": a["node"]}
-        for row in a.get("verifiers_errors_total", []):
-            pairs = {**who, "kind": row["kind"], "verifier": row["verifier"]}
-            lines.append(f"verifiers_errors_total{labels(pairs)} {row['value']}")
-    lines += [
-        "# HELP verifiers_item_seconds Per-item verification time",
-        "# TYPE verifiers_item_seconds summary",
-    ]
-    for a in actors:
-        who = {"actor": a["actor"], "node": a["node"]}
+    lines: list[str] = []
+
+    def family(name: str, kind: str, about: str) -> None:
+        lines.extend([f"# HELP {name} {about}", f"# TYPE {name} {kind}"])
+
+    per_actor = [(a, {"actor": a["actor"], "node": a["node"]}) for a in actors]
+    for name, about, keys in (
+        ("verifiers_results_total", "Results by status and verifier", ("status", "verifier")),
+        (
+            "verifiers_errors_total",
+            "Unjudged results by error kind and verifier",
+            ("kind", "verifier"),
+        ),
+    ):
+        family(name, "counter", about)
+        for a, who in per_actor:
+            for row in a.get(name, []):
+                pairs = {**who, **{key: row[key] for key in keys}}
+                lines.append(f"{name}{labels(pairs)} {row['value']}")
+    family("verifiers_item_seconds", "summary", "Per-item verification time")
+    for a, who in per_actor:
         for row in a.get("verifiers_item_seconds", []):
             tags = labels({**who, "verifier": row["verifier"]})
             lines.append(f"verifiers_item_seconds_sum{tags} {row['sum']}")
             lines.append(f"verifiers_item_seconds_count{tags} {row['count']}")
-    lines += [
-        "# HELP verifiers_items_in_flight Items being scored",
-        "# TYPE verifiers_items_in_flight gauge",
-    ]
-    for a in actors:
+    family("verifiers_items_in_flight", "gauge", "Items being scored")
+    for a, who in per_actor:
         if "verifiers_items_in_flight" in a:
-            tags = labels({"actor": a["actor"], "node": a["node"]})
-            lines.append(f"verifiers_items_in_flight{tags} {a['verifiers_items_in_flight']}")
-    lines += [
-        "# HELP verifiers_ray_actor_up Whether the driver last saw the actor alive",
-        "# TYPE verifiers_ray_actor_up gauge",
-    ]
-    for a in actors:
-        tags = labels({"actor": a["actor"], "node": a["node"]})
-        lines.append(f"verifiers_ray_actor_up{tags} {1 if a['alive'] else 0}")
-    lines += [
-        "# HELP verifiers_ray_retried_total Extra actor calls after an actor died",
-        "# TYPE verifiers_ray_retried_total counter",
-        f"verifiers_ray_retried_total {stats.retried}",
-    ]
+            lines.append(f"verifiers_items_in_flight{labels(who)} {a['verifiers_items_in_flight']}")
+    family("verifiers_ray_actor_up", "gauge", "Whether the driver last saw the actor alive")
+    for a, who in per_actor:
+        lines.append(f"verifiers_ray_actor_up{labels(who)} {1 if a['alive'] else 0}")
+    family("verifiers_ray_retried_total", "counter", "Extra actor calls after an actor died")
+    lines.append(f"verifiers_ray_retried_total {stats.retried}")
     return "\n".join(lines) + "\n"
 
 

@@ -280,13 +280,7 @@ class Result(BaseModel):
             ('fail', 'pass')
         """
         status: Status = "pass" if reward >= max_reward - 1e-12 else "fail"
-        return cls(
-            reward=float(reward),
-            status=status,
-            components=components or {},
-            feedback=feedback,
-            details=details or {},
-        )
+        return cls._judged(status, reward, components, feedback, details)
 
     @classmethod
     def failed(
@@ -298,9 +292,21 @@ class Result(BaseModel):
         details: dict[str, Any] | None = None,
     ) -> Result:
         """A model failure with the given (default 0) reward."""
+        return cls._judged("fail", reward, components, feedback, details)
+
+    @classmethod
+    def _judged(
+        cls,
+        status: Status,
+        reward: float,
+        components: dict[str, float] | None,
+        feedback: str,
+        details: dict[str, Any] | None,
+    ) -> Result:
+        """The one construction of a verdict (``scored`` and ``failed`` choose its status)."""
         return cls(
             reward=float(reward),
-            status="fail",
+            status=status,
             components=components or {},
             feedback=feedback,
             details=details or {},

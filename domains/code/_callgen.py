@@ -212,10 +212,6 @@ class Syntax:
     """A string literal's escape of one character that is not plain ASCII."""
     decl: str
     """One argument's declaration (``{t}``, ``{j}``, ``{v}``)."""
-    ref: str
-    """How a by-reference argument ``a{j}`` is passed."""
-    call: str
-    """The call of the entry point (``{entry}``, ``{args}``)."""
     case: str
     """One case's code in ``main`` (``{i}``, ``{decls}``, ``{call}``)."""
     template: str
@@ -224,6 +220,10 @@ class Syntax:
     """Go: one case's function (``{i}``, ``{decls}``, ``{call}``); ``case`` then calls it."""
     boxed: dict[str, str] | None = None
     """Type of a scalar as a generic argument (Java's boxes; None: the scalar types)."""
+    ref: str = "a{j}"
+    """How a by-reference argument ``a{j}`` is passed."""
+    call: str = "{entry}({args})"
+    """The call of the entry point (``{entry}``, ``{args}``)."""
 
     def type_text(self, typ: Type, boxed: bool = False) -> str:
         if not isinstance(typ, tuple):
@@ -668,6 +668,15 @@ def _types(*names: str) -> dict[str, str]:
     return dict(zip(_SCALARS, names, strict=True))
 
 
+_BRACED: dict[str, str] = {
+    "int": "{n}",
+    "float": "{v}",
+    "str": "{s}",
+    "list": "{t}{{{items}}}",
+    "dict": "{t}{{{items}}}",
+}
+"""The literals C++, Java and Go share (a typed brace list); each row overrides the rest."""
+
 SYNTAX: dict[str, Syntax] = {
     "cpp": Syntax(
         scalars=_types("int", "long long", "double", "bool", "std::string"),
@@ -675,21 +684,16 @@ SYNTAX: dict[str, Syntax] = {
         dict_t="std::map<std::string, {t}>",
         tuple_t="std::tuple<{t}>",
         lit={
-            "int": "{n}",
+            **_BRACED,
             "int_min": "(-2147483647 - 1)",
             "long": "{n}LL",
             "long_min": "(-9223372036854775807LL - 1)",
-            "float": "{v}",
             "str": "std::string({s}, {b})",
-            "list": "{t}{{{items}}}",
-            "dict": "{t}{{{items}}}",
             "entry": "{{{k}, {v}}}",
             "tuple": "{t}{{{items}}}",
         },
         escape=_escape_cpp,
         decl="    {t} a{j} = {v};\n",
-        ref="a{j}",
-        call="{entry}({args})",
         case=(
             "  if (vh_start <= {i}) {{\n    try {{\n{decls}"
             "    std::string vh_o; vh_put(vh_o, {call}); vh_emit('R', {i}, vh_o);\n"
@@ -705,17 +709,14 @@ SYNTAX: dict[str, Syntax] = {
         dict_t="java.util.Map<String, {t}>",
         tuple_t=None,
         lit={
-            "int": "{n}",
+            **_BRACED,
             "long": "{n}L",
-            "float": "{v}",
-            "str": "{s}",
             "list": "new java.util.ArrayList<{b}>(java.util.Arrays.<{b}>asList({items}))",
             "dict": "new java.util.LinkedHashMap<String, {b}>(java.util.Map.<String, {b}>ofEntries({items}))",
             "entry": "java.util.Map.entry({k}, {v})",
         },
         escape=_escape_java,
         decl="        {t} a{j} = {v};\n",
-        ref="a{j}",
         call="vhTarget.{entry}({args})",
         case=(
             "    if (start <= {i}) {{\n      try {{\n{decls}"
@@ -731,18 +732,14 @@ SYNTAX: dict[str, Syntax] = {
         dict_t="map[string]{t}",
         tuple_t=None,
         lit={
+            **_BRACED,
             "int": "int({n})",
             "long": "int64({n})",
             "float": "float64({v})",
-            "str": "{s}",
-            "list": "{t}{{{items}}}",
-            "dict": "{t}{{{items}}}",
             "entry": "{k}: {v}",
         },
         escape=_escape_go,
         decl="\tvar a{j} {t} = {v}\n",
-        ref="a{j}",
-        call="{entry}({args})",
         func="func vhCase{i}() {{\n\tdefer vhRecover({i})\n{decls}\tvhResult({i}, {call})\n}}\n",
         case="\tif vhStart <= {i} {{\n\t\tvhCase{i}()\n\t}}\n",
         template=_GO,
@@ -765,7 +762,6 @@ SYNTAX: dict[str, Syntax] = {
         escape=_escape_rust,
         decl="            let a{j}: {t} = {v};\n",
         ref="&a{j}",
-        call="{entry}({args})",
         case=(
             "    if vh_start <= {i} {{\n"
             "        let r = std::panic::catch_unwind(|| {{\n{decls}"

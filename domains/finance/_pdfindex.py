@@ -112,10 +112,7 @@ def index_pdf(payload: dict[str, Any]) -> dict[str, Any]:
         BadInput: pdfium cannot open the file.
         MissingDependency: pypdfium2 is not installed.
     """
-    try:
-        import pypdfium2 as pdfium
-    except ImportError:
-        raise MissingDependency("pypdfium2", "finance") from None
+    pdfium = MissingDependency.require("pypdfium2", "finance")
     path = str(payload["path"])
     max_pages = int(payload.get("max_pages", 300))
     try:

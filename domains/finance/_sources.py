@@ -665,10 +665,7 @@ def _inline_or_file(
 
 def _read_csv(text: str) -> list[list[str]]:
     """Rows of CSV text, every cell kept as printed."""
-    try:
-        import pandas as pd
-    except ImportError:
-        raise MissingDependency("pandas", "finance") from None
+    pd = MissingDependency.require("pandas", "finance")
     try:
         frame = pd.read_csv(io.StringIO(text), header=None, dtype=str, keep_default_na=False)
     except (ValueError, pd.errors.ParserError) as exc:
@@ -682,10 +679,7 @@ def _read_html(text: str) -> list[list[list[str]]]:
     ``pandas.read_html`` finds the tables; cells are re-read as strings because pandas would
     turn ``4.00`` into ``4.0`` and lose the printed precision grounding relies on.
     """
-    try:
-        import pandas as pd
-    except ImportError:
-        raise MissingDependency("pandas", "finance") from None
+    pd = MissingDependency.require("pandas", "finance")
     try:
         frames = pd.read_html(
             io.StringIO(text),

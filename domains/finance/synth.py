@@ -142,26 +142,52 @@ def _fmt(value: float, percent: bool, dollar: bool) -> str:
     return f"${text}" if dollar and not percent else text
 
 
+def _by_label(
+    labels: tuple[str, ...], columns: list[list[float]]
+) -> list[tuple[str, list[float | None]]]:
+    """The rows of a statement: each label with its value in every year (one column a year)."""
+    rows: dict[str, list[float | None]] = {label: [] for label in labels}
+    for column in columns:
+        for label, v in zip(labels, column, strict=True):
+            rows[label].append(float(v))
+    return list(rows.items())
+
+
+_INCOME = (
+    "Revenue",
+    "Cost of revenue",
+    "Gross profit",
+    "Selling, general and administrative",
+    "Research and development",
+    "Operating income",
+    "Interest expense",
+    "Other income (expense), net",
+    "Income before income taxes",
+    "Provision for income taxes",
+    "Net income",
+    "Gross margin",
+)
+
+_BALANCE = (
+    "Cash and cash equivalents",
+    "Accounts receivable, net",
+    "Inventories",
+    "Total current assets",
+    "Property, plant and equipment, net",
+    "Goodwill",
+    "Total assets",
+    "Accounts payable",
+    "Long-term debt",
+    "Total liabilities",
+    "Total shareholders' equity",
+    "Total liabilities and shareholders' equity",
+)
+
+
 def _statement_income(rng: random.Random, years: list[str], title: str) -> Statement:
     base = rng.randint(40_000, 900_000)
-    rows: dict[str, list[float | None]] = {
-        k: []
-        for k in (
-            "Revenue",
-            "Cost of revenue",
-            "Gross profit",
-            "Selling, general and administrative",
-            "Research and development",
-            "Operating income",
-            "Interest expense",
-            "Other income (expense), net",
-            "Income before income taxes",
-            "Provision for income taxes",
-            "Net income",
-            "Gross margin",
-        )
-    }
-    for i, _ in enumerate(years):
+
+    def year(i: int) -> list[float]:
         revenue = round(base * (1 - 0.07 * i) * rng.uniform(0.95, 1.05))
         cost = round(revenue * rng.uniform(0.45, 0.7))
         gross = revenue - cost
@@ -172,7 +198,9 @@ def _statement_income(rng: random.Random, years: list[str], title: str) -> State
         other = round(revenue * rng.uniform(-0.01, 0.01))
         pretax = operating + interest + other
         tax = round(pretax * rng.uniform(0.18, 0.27))
-        values = [
+        net = pretax - tax
+        margin = round(gross / revenue * 100, 1)
+        return [
             revenue,
             cost,
             gross,
@@ -183,34 +211,18 @@ def _statement_income(rng: random.Random, years: list[str], title: str) -> State
             other,
             pretax,
             tax,
-            pretax - tax,
-            round(gross / revenue * 100, 1),
+            net,
+            margin,
         ]
-        for key, v in zip(rows, values, strict=True):
-            rows[key].append(float(v))
-    return Statement(title, years, list(rows.items()), {"Gross margin"})
+
+    rows = _by_label(_INCOME, [year(i) for i in range(len(years))])
+    return Statement(title, years, rows, {"Gross margin"})
 
 
 def _statement_balance(rng: random.Random, years: list[str], title: str) -> Statement:
-    rows: dict[str, list[float | None]] = {
-        k: []
-        for k in (
-            "Cash and cash equivalents",
-            "Accounts receivable, net",
-            "Inventories",
-            "Total current assets",
-            "Property, plant and equipment, net",
-            "Goodwill",
-            "Total assets",
-            "Accounts payable",
-            "Long-term debt",
-            "Total liabilities",
-            "Total shareholders' equity",
-            "Total liabilities and shareholders' equity",
-        )
-    }
     base = rng.randint(50_000, 2_000_000)
-    for i, _ in enumerate(years):
+
+    def year(i: int) -> list[float]:
         scale = (1 - 0.05 * i) * rng.uniform(0.95, 1.05)
         cash = round(base * 0.12 * scale * rng.uniform(0.8, 1.2))
         receivables = round(base * 0.1 * scale * rng.uniform(0.8, 1.2))
@@ -223,26 +235,10 @@ def _statement_balance(rng: random.Random, years: list[str], title: str) -> Stat
         debt = round(total * rng.uniform(0.2, 0.4))
         liabilities = payable + debt
         equity = total - liabilities
-        for key, v in zip(
-            rows,
-            [
-                cash,
-                receivables,
-                inventory,
-                current,
-                ppe,
-                goodwill,
-                total,
-                payable,
-                debt,
-                liabilities,
-                equity,
-                total,
-            ],
-            strict=True,
-        ):
-            rows[key].append(float(v))
-    return Statement(title, years, list(rows.items()))
+        assets = [cash, receivables, inventory, current, ppe, goodwill, total]
+        return [*assets, payable, debt, liabilities, equity, total]
+
+    return Statement(title, years, _by_label(_BALANCE, [year(i) for i in range(len(years))]))
 
 
 def _statement_segments(

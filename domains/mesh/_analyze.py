@@ -45,12 +45,7 @@ _AXIS_NORMALS = {"yz": (1.0, 0.0, 0.0), "xz": (0.0, 1.0, 0.0), "xy": (0.0, 0.0, 
 
 
 def _imports() -> tuple[Any, Any]:
-    try:
-        import numpy as np
-        import trimesh
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise MissingDependency(exc.name or "trimesh", "mesh") from None
-    return np, trimesh
+    return MissingDependency.require("numpy", "mesh"), MissingDependency.require("trimesh", "mesh")
 
 
 def _fmt(x: float) -> str:
@@ -424,10 +419,7 @@ def _overlap_volume(
                 "one solid (a boolean union) before exporting"
             ),
         )
-    try:
-        import manifold3d
-    except ImportError as exc:  # pragma: no cover - a dependency of the mesh extra
-        raise MissingDependency(exc.name or "manifold3d", "mesh") from None
+    manifold3d = MissingDependency.require("manifold3d", "mesh")
     excess = 0.0
     overlapping = 0
     # Faces grouped by body once (not one pass over every face per body).

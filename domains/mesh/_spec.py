@@ -8,7 +8,7 @@ which are reported back in ``details["ignored"]``.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Self
+from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -59,7 +59,20 @@ class BBox(_Body):
     """Tolerance as a fraction of the target box size on that axis."""
 
 
-class Scalar(_Body):
+class _TargetOrRange(_Body):
+    """A ``target`` and/or a ``[min, max]`` range: a check that gives neither checks nothing."""
+
+    give: ClassVar[str]
+    """The fix the error names."""
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if all(getattr(self, key) is None for key in ("target", "min", "max")):
+            raise ValueError(self.give)
+        return self
+
+
+class Scalar(_TargetOrRange):
     """A measured number: ``target`` within ``max(abs_tol, rel_tol * |target|)`` and/or
     inside ``[min, max]``."""
 
@@ -68,26 +81,16 @@ class Scalar(_Body):
     abs_tol: float = Field(default=0.0, ge=0)
     min: float | None = None
     max: float | None = None
-
-    @model_validator(mode="after")
-    def _something(self) -> Self:
-        if self.target is None and self.min is None and self.max is None:
-            raise ValueError("give 'target' (with rel_tol/abs_tol) or 'min'/'max'")
-        return self
+    give = "give 'target' (with rel_tol/abs_tol) or 'min'/'max'"
 
 
-class Count(_Body):
+class Count(_TargetOrRange):
     """An integer count: exactly ``target`` or inside ``[min, max]``."""
 
     target: int | None = Field(default=None, ge=0)
     min: int | None = Field(default=None, ge=0)
     max: int | None = Field(default=None, ge=0)
-
-    @model_validator(mode="after")
-    def _something(self) -> Self:
-        if self.target is None and self.min is None and self.max is None:
-            raise ValueError("give 'target' or 'min'/'max'")
-        return self
+    give = "give 'target' or 'min'/'max'"
 
 
 class Units(_Body):

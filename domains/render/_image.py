@@ -17,11 +17,7 @@ __all__ = ["ImageStats", "decode_png", "image_stats", "psnr", "ssim"]
 
 
 def _np() -> Any:
-    try:
-        import numpy
-    except ImportError:
-        raise MissingDependency("numpy", "render") from None
-    return numpy
+    return MissingDependency.require("numpy", "render")
 
 
 def decode_png(data: bytes) -> Any:

@@ -15,6 +15,8 @@ import pytest
 from corpus_lines import check, direct, lines, params, through_engine
 
 CORPORA = ("exact", "numeric", "math", "regex", "attacks")
+RUN = (*CORPORA, "math_classes", "math_wrong")
+"""Every corpus that runs here; test_math_classes.py checks the shape of its two."""
 
 
 def test_corpora_are_large_and_ids_unique() -> None:
@@ -27,11 +29,11 @@ def test_corpora_are_large_and_ids_unique() -> None:
         assert {"pass", "fail"} <= statuses, name
 
 
-@pytest.mark.parametrize(("corpus", "line"), params(*CORPORA))
+@pytest.mark.parametrize(("corpus", "line"), params(*RUN))
 def test_line_direct(corpus: str, line: dict[str, Any]) -> None:
     check(direct(line), line["metadata"]["expect"], f"{corpus}:{line['id']}")
 
 
-@pytest.mark.parametrize("corpus", CORPORA)
+@pytest.mark.parametrize("corpus", RUN)
 def test_corpus_through_engine(corpus: str) -> None:
     through_engine(corpus)

@@ -17,8 +17,8 @@ import verifiers
 import verifiers.answers as answers
 from verifiers import Trajectory, VerifierContext
 from verifiers.answers import ExactSpec, MathAnswer, MathSpec, NumericSpec, extract_choice
-from verifiers.answers._extract import answer_phrase, boxed_all, extract_answer, strip_thinking
 from verifiers.answers._latex import MathParseError
+from verifiers.answers._locate import answer_phrase, boxed_all, extract_answer, strip_thinking
 from verifiers.answers._mathparse import parse_answer
 from verifiers.answers._numbers import find_numbers, parse_number
 
@@ -199,10 +199,10 @@ def test_find_numbers_skips_labels_and_hyphens() -> None:
     ],
 )
 def test_hostile_math_fails_fast(text: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU: the bound holds on a loaded machine
     with pytest.raises(MathParseError):
         parse_answer(text)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 def test_prose_is_text_never_a_product() -> None:

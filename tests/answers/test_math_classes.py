@@ -5,21 +5,18 @@ covers the classes of issues 12 and 22 (several equations and hedges, connective
 ``\\boxed{}``, inequalities and intervals, sets and ``\\pm``, named quantities, MATH
 thousands separators, text and base-n answers, percent words and ``\\approx``, equations up
 to scale, matrices, references that must parse, abstain buttons, tiny references, sampling
-across signs, superscripts). Lines run directly (inline worker) and through the engine with
-real worker processes.
+across signs, superscripts). Its lines run, directly and through the engine with real worker
+processes, in test_answers_corpora.py with every other answers corpus.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
-from corpus_lines import check, direct, lines, params, through_engine
+from corpus_lines import lines
 
 import verifiers
-
-CORPORA = ("math_classes", "math_wrong")
 
 
 def test_corpus_shape() -> None:
@@ -30,16 +27,6 @@ def test_corpus_shape() -> None:
     assert verdicts.count("fail") >= 60 and verdicts.count("pass") >= 60
     wrong = lines("math_wrong")
     assert len(wrong) >= 60 and {line["metadata"]["expect"]["status"] for line in wrong} == {"fail"}
-
-
-@pytest.mark.parametrize(("corpus", "line"), params(*CORPORA))
-def test_line(corpus: str, line: dict[str, Any]) -> None:
-    check(direct(line), line["metadata"]["expect"], f"{corpus}:{line['id']}")
-
-
-@pytest.mark.parametrize("corpus", CORPORA)
-def test_corpus_through_engine(corpus: str) -> None:
-    through_engine(corpus)
 
 
 # -- bounds on the new paths ---------------------------------------------------------------
@@ -85,10 +72,10 @@ def _short(text: str) -> str:
 def test_hostile_answers_are_fast_fails(candidate: str) -> None:
     from verifiers.answers import equivalent
 
-    started = time.perf_counter()
+    started = time.process_time()  # CPU: the bound holds on a loaded machine
     out = equivalent({"candidate": candidate, "references": ["(2, \\infty)"], "rel_tol": 1e-9})
     assert out["equal"] is False and not out.get("bad_reference")
-    assert time.perf_counter() - started < 3.0
+    assert time.process_time() - started < 3.0
 
 
 @pytest.mark.parametrize(
@@ -109,17 +96,17 @@ def test_hostile_answers_are_fast_fails(candidate: str) -> None:
 )
 def test_box_and_formula_scans_are_linear(text: str) -> None:
     # These run inline in the event loop, before any worker: linear in the completion.
-    from verifiers.answers._extract import extract_answer
+    from verifiers.answers._locate import extract_answer
     from verifiers.answers._mathboxes import boxed_group, last_math_segment
 
-    started = time.perf_counter()
+    started = time.process_time()  # CPU: the bound holds on a loaded machine
     boxed_group(text)
     last_math_segment(text[:1000], text)
     last_math_segment(text, text, sentences=True)
-    assert time.perf_counter() - started < 5.0
-    started = time.perf_counter()
+    assert time.process_time() - started < 5.0
+    started = time.process_time()  # CPU: the bound holds on a loaded machine
     extract_answer(text, "auto")  # one more full scan of the boxes: its own budget
-    assert time.perf_counter() - started < 5.0
+    assert time.process_time() - started < 5.0
 
 
 @pytest.mark.parametrize("combine", ["mean", "min", "all"])

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import pytest
-from concurrency_probe import Probe
+from concurrency_probe import Delay, DelaySpec
 
 import verifiers
 from verifiers import (
@@ -27,23 +27,6 @@ from verifiers import (
     VerifierContext,
     register,
 )
-
-
-class DelaySpec(Spec):
-    delay: float = 0.0
-    reward: float = 1.0
-
-
-@register("test.delay")
-class Delay(Verifier[DelaySpec]):
-    Spec = DelaySpec
-    cacheable = False
-    probe = Probe()
-
-    async def verify(self, trajectory: Trajectory, spec: DelaySpec, ctx: VerifierContext) -> Result:
-        with self.probe.held():
-            await asyncio.sleep(spec.delay)
-        return Result.scored(spec.reward, feedback=f"delay {spec.delay}")
 
 
 class FlakySpec(Spec):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from concurrency_probe import Probe
+from concurrency_probe import Delay
 
 from verifiers import (
     Engine,
@@ -48,11 +48,8 @@ class SeesLine(Verifier[LineSpec]):
 
     Spec = LineSpec
     cacheable = False
-    probe = Probe()
 
     async def verify(self, trajectory: Trajectory, spec: LineSpec, ctx: VerifierContext) -> Result:
-        with self.probe.held():
-            await asyncio.sleep(spec.delay)
         if spec.fail == "infra":
             raise InfraError("flaky provider")
         if spec.fail == "value":
@@ -215,8 +212,8 @@ def test_sync_engine_scores_from_threads_and_from_a_running_loop() -> None:
 
 def test_machine_concurrency_holds_across_engines_sharing_a_key(tmp_path: Path) -> None:
     key = f"test-{time.monotonic_ns()}"
-    slow = {"completion": "x", "task": _task(delay=0.05)}
-    SeesLine.probe.reset()
+    slow = {"completion": "x", "task": {"verifier": "test.delay", "spec": {"delay": 0.05}}}
+    Delay.probe.reset()
     settings = EngineSettings(sandbox="none", concurrency=4)
     engines = [SyncEngine(settings, machine_concurrency=1, machine_key=key) for _ in range(2)]
     try:
@@ -228,11 +225,11 @@ def test_machine_concurrency_holds_across_engines_sharing_a_key(tmp_path: Path) 
     finally:
         for e in engines:
             e.close()
-    assert SeesLine.probe.peak == 1  # 8 items, 2 engines x concurrency 4, one machine-wide slot
-    SeesLine.probe.reset()
+    assert Delay.probe.peak == 1  # 8 items, 2 engines x concurrency 4, one machine-wide slot
+    Delay.probe.reset()
     with SyncEngine(settings) as free:
         free.score([slow] * 4)
-    assert SeesLine.probe.peak > 1  # without the limit the same items overlap
+    assert Delay.probe.peak > 1  # without the limit the same items overlap
 
 
 def test_cached_and_id_are_stamped_by_the_engine_alone(tmp_path: Path) -> None:

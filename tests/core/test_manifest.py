@@ -1,6 +1,7 @@
 """The package manifest tells the truth: one version, a license, and install hints that work.
 
-Every ``MissingDependency("module", "extra")`` in the source is a promise that
+Every ``MissingDependency("module", "extra")`` (and ``MissingDependency.require("module",
+"extra")``, the import that raises it) in the source is a promise that
 ``pip install 'verifiers[extra]'`` installs ``module``: checked here against pyproject's extras
 (following ``verifiers[a,b]`` self-references), so a hint can never point at an extra that
 lacks what it names.
@@ -49,8 +50,15 @@ def extra_contents(extra: str, seen: frozenset[str] = frozenset()) -> set[str]:
     return out
 
 
+def _names_missing_dependency(func: ast.expr) -> bool:
+    """``MissingDependency(...)`` or ``MissingDependency.require(...)``."""
+    if isinstance(func, ast.Attribute) and func.attr == "require":
+        func = func.value
+    return isinstance(func, ast.Name) and func.id == "MissingDependency"
+
+
 def install_hints() -> list[tuple[str, int, str, str]]:
-    """Every ``MissingDependency("<literal>", "<literal>")`` in the package source."""
+    """Every ``MissingDependency[.require]("<literal>", "<literal>")`` in the package source."""
     hints = []
     for folder in SOURCES:
         for path in sorted((REPO / folder).rglob("*.py")):
@@ -58,8 +66,7 @@ def install_hints() -> list[tuple[str, int, str, str]]:
             for node in ast.walk(tree):
                 if (
                     isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Name)
-                    and node.func.id == "MissingDependency"
+                    and _names_missing_dependency(node.func)
                     and len(node.args) == 2
                     and isinstance(node.args[1], ast.Constant)
                 ):
@@ -79,7 +86,9 @@ HINTS = install_hints()
 
 def test_hints_were_found() -> None:
     assert len(HINTS) >= 10
-    assert ("verifiers/io.py", "pyarrow", "parquet") in {(f, m, e) for f, _, m, e in HINTS}
+    found = {(f, m, e) for f, _, m, e in HINTS}
+    assert ("verifiers/io.py", "pyarrow", "parquet") in found
+    assert ("domains/finance/_sources.py", "pandas", "finance") in found  # a require(...)
 
 
 @pytest.mark.parametrize(("where", "line", "module", "extra"), HINTS)

@@ -17,7 +17,17 @@ from verifiers.engine import EngineSettings
 from verifiers.settings import VARIABLES, env, render_table
 
 ROOT = Path(__file__).resolve().parents[2]
-_SKIP_DIRS = {".git", ".venv", "node_modules", "build", "dist", "__pycache__", ".mypy_cache"}
+_SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "node_modules",
+    "build",
+    "dist",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+}
 _NAME = re.compile(r"VERIFIERS_[A-Z0-9_]+\*?")
 
 
@@ -69,15 +79,38 @@ def test_reading_an_undeclared_variable_is_refused() -> None:
         env("VERIFIERS_" + "NOT_DECLARED")  # spelt in two: not a mention
 
 
-_DIRECT_READ = re.compile(r"""(?:environ(?:\.get)?\s*[\[(]|getenv\s*\()\s*f?["']VERIFIERS_""")
-NOT_YET_THROUGH_THE_ACCESSORS = (
-    # Read in their own modules until their owners move them to verifiers.settings (issue 20).
-    "benchmarks/",
-    "domains/code/_judge.py",  # runs inside the sandbox: its own protocol variable
-    "tests/",
+_DIRECT_READ = re.compile(
+    r"""environ\s*\[\s*f?["']VERIFIERS_[^"'\]]*["']\s*\](?!\s*=[^=])"""
+    r"""|(?:environ\.get|getenv)\s*\(\s*f?["']VERIFIERS_"""
 )
-"""Folders whose ``VERIFIERS_*`` reads are not yet through :mod:`verifiers.settings`; code that
-runs inside a sandbox and reads its own protocol variables is not a setting and may stay."""
+"""A read of ``os.environ`` / ``getenv`` by a literal ``VERIFIERS_*`` name; an assignment
+(``os.environ[name] = ...``, setting a child's or this process's environment) is not
+a read."""
+NOT_YET_THROUGH_THE_ACCESSORS = (
+    "domains/code/_judge.py",  # runs inside the sandbox: its own protocol variable
+)
+"""Files whose ``VERIFIERS_*`` reads do not go through :mod:`verifiers.settings`: only code that
+runs inside a sandbox and reads its own protocol variables (not a setting: the package is not
+there to read it). The package, its tests and the benchmarks read through the accessors."""
+
+
+@pytest.mark.parametrize(
+    ("line", "read"),
+    [
+        ('os.environ["@CACHE_DIR"]', True),
+        ("os.environ[ '@CACHE_DIR' ].split(':')", True),
+        ('os.environ["@CACHE_DIR"] == "x"', True),
+        ('os.environ.get("@SHARED_DATA")', True),
+        ('os.getenv(f"@{name}")', True),
+        ('environ.get(\n    "@X", "1")', True),
+        ('os.environ["@CACHE_DIR"] = tempfile.mkdtemp()', False),
+        ('env = {**os.environ, "@CACHE_DIR": str(tmp)}', False),
+        ('monkeypatch.setenv("@CACHE_DIR", "x")', False),
+    ],
+)
+def test_the_scan_tells_a_read_from_a_write(line: str, read: bool) -> None:
+    # "@" stands for the prefix, so that these samples are neither mentions nor reads here
+    assert bool(_DIRECT_READ.search(line.replace("@", "VERIFIERS" + "_"))) is read
 
 
 def test_the_core_and_its_domains_read_variables_only_through_the_settings_module() -> None:

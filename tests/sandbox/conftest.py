@@ -9,6 +9,9 @@ from typing import Any, TypeVar
 import pytest
 from verifiers.sandbox import LocalProvider, SandboxSettings
 
+from verifiers.engine import Engine, EngineSettings
+from verifiers.types import Result
+
 T = TypeVar("T")
 
 BACKENDS = [
@@ -57,3 +60,21 @@ def run_with(backend: str) -> Iterator[Callable[..., Any]]:
         return asyncio.run(main())
 
     yield runner
+
+
+@pytest.fixture()
+def score_rows(run_with: Callable[..., Any]) -> Callable[..., list[Result]]:
+    """``score_rows(rows, pool_size=1, **engine)``: the rows in one run of the real engine on a
+    fresh provider of the test's backend (``pool_size`` runners, as many at once; no retries
+    unless ``engine`` says so: an abstain shows as ``error``)."""
+
+    def score(rows: list[dict[str, Any]], *, pool_size: int = 1, **engine: Any) -> list[Result]:
+        settings = EngineSettings(**{"concurrency": pool_size, "retries": 0, **engine})
+
+        async def body(provider: Any) -> list[Result]:
+            async with Engine(settings, sandboxes=provider) as scorer:
+                return await scorer.score(rows)
+
+        return run_with(body, pool_size=pool_size)
+
+    return score

@@ -24,19 +24,6 @@ CORPUS = Path(__file__).resolve().parents[2] / "datasets" / "sandbox" / "cross_s
 ROWS: list[dict[str, Any]] = [json.loads(x) for x in CORPUS.read_text().splitlines() if x]
 
 
-def _score(new_provider: Any, rows: list[dict[str, Any]]) -> list[Result]:
-    async def main() -> list[Result]:
-        provider = new_provider(pool_size=1)
-        try:
-            settings = EngineSettings(concurrency=1, retries=0, timeout_s=120)
-            async with Engine(settings, sandboxes=provider) as engine:
-                return await engine.score(rows)
-        finally:
-            await provider.close()
-
-    return asyncio.run(main())
-
-
 def test_corpus_covers_every_family() -> None:
     roles = {r["metadata"]["role"] for r in ROWS}
     families = {r["metadata"]["family"] for r in ROWS}
@@ -58,8 +45,8 @@ def _expected(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float | None]]
     }
 
 
-def test_every_row_gets_its_own_verdict_on_one_warm_worker(new_provider: Any) -> None:
-    results = _score(new_provider, ROWS)
+def test_every_row_gets_its_own_verdict_on_one_warm_worker(score_rows: Any) -> None:
+    results = score_rows(ROWS, timeout_s=120)
     got, want = _verdicts(results), _expected(ROWS)
     wrong = {
         key: (got[key], want[key], next(r.feedback for r in results if r.id == key)[:300])

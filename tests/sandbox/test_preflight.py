@@ -20,7 +20,7 @@ from verifiers.sandbox import SandboxSettings
 from verifiers.sandbox._images import base_tag
 from verifiers.sandbox._runtimes import MARKER, load_runtime, rootfs_path
 
-from verifiers import Result, Spec, Trajectory, Verifier, VerifierContext, register
+from verifiers import Result, Spec, Trajectory, Verifier, VerifierContext, register, settings
 from verifiers.cli import main as cli_main
 
 pytestmark = pytest.mark.bwrap
@@ -89,7 +89,9 @@ def _score(env: dict[str, Path], *extra: str) -> list[dict[str, Any]]:
 
 
 def _tiny_root() -> Path:
-    runtime = load_runtime(Path(os.environ["VERIFIERS_SANDBOX_IMAGES"]) / "tiny")
+    images = settings.env("VERIFIERS_SANDBOX_IMAGES")
+    assert images is not None  # the fixture above sets it
+    runtime = load_runtime(Path(images) / "tiny")
     assert runtime is not None
     return rootfs_path(runtime, SandboxSettings())
 

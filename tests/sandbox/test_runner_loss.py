@@ -143,21 +143,12 @@ def test_corpus_covers_every_family() -> None:
     assert len({r["id"] for r in ROWS}) == len(ROWS)
 
 
-def test_attacks_on_the_runner_stay_the_jobs_fail(new_provider: Any) -> None:
+def test_attacks_on_the_runner_stay_the_jobs_fail(score_rows: Any) -> None:
     """Every attack in one engine run (no retries: an abstain would show as ``error``), two at
     a time on two runners (their waits overlap; each attack still has a runner to itself),
     then an honest row on the same pool."""
 
-    async def main() -> list[Result]:
-        provider = new_provider(pool_size=2)
-        try:
-            settings = EngineSettings(concurrency=2, retries=0, timeout_s=120)
-            async with Engine(settings, sandboxes=provider) as engine:
-                return await engine.score(ROWS)
-        finally:
-            await provider.close()
-
-    results = asyncio.run(main())
+    results = score_rows(ROWS, pool_size=2, timeout_s=120)
     got = {str(r.id): (r.status, r.reward) for r in results}
     want = {
         r["id"]: (r["metadata"]["expect"]["status"], r["metadata"]["expect"]["reward"])

@@ -10,12 +10,9 @@ attempts, on the same warm worker) must ``pass``: the runtime stayed intact and 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
-
-from verifiers.engine import Engine, EngineSettings
 
 CORPUS = Path(__file__).resolve().parents[2] / "datasets" / "sandbox" / "runtime_probes.jsonl"
 ROWS: list[dict[str, Any]] = [json.loads(x) for x in CORPUS.read_text().splitlines() if x]
@@ -33,18 +30,8 @@ def test_corpus_covers_every_family() -> None:
     }
 
 
-def test_every_probe_gets_its_verdict_on_one_warm_worker(new_provider: Any) -> None:
-    async def main() -> dict[str, tuple[str, float | None]]:
-        provider = new_provider(pool_size=1)
-        try:
-            settings = EngineSettings(concurrency=1, retries=0, timeout_s=120)
-            async with Engine(settings, sandboxes=provider) as engine:
-                results = await engine.score(ROWS)
-        finally:
-            await provider.close()
-        return {str(r.id): (r.status, r.reward) for r in results}
-
-    got = asyncio.run(main())
+def test_every_probe_gets_its_verdict_on_one_warm_worker(score_rows: Any) -> None:
+    got = {str(r.id): (r.status, r.reward) for r in score_rows(ROWS, timeout_s=120)}
     want = {
         r["id"]: (r["metadata"]["expect"]["status"], r["metadata"]["expect"]["reward"])
         for r in ROWS

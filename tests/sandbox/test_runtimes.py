@@ -8,7 +8,9 @@ and that the Docker image is imported from.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,31 @@ def test_the_docker_image_and_the_rootfs_share_one_hash() -> None:
         ":" + runtime_hash(PYTHON, settings)
     )
     assert rootfs_path(PYTHON, settings).name == f"python-{runtime_hash(PYTHON, settings)}"
+
+
+@pytest.mark.docker
+def test_a_folder_is_imported_with_the_runtimes_env_workdir_and_labels(tmp_path: Path) -> None:
+    """The one ``docker import`` (base and runtimes alike) on a tiny folder: the image has the
+    job environment the local backend gives, ``/work``, and the labels the cleanup finds."""
+    import docker
+    from verifiers.sandbox._images import LABEL, docker_import
+    from verifiers.sandbox._runtimes import image_changes
+
+    assert PYTHON is not None
+    (tmp_path / "marker.txt").write_text("imported\n")
+    tag = f"verifiers-test/import-{os.getpid()}:t"
+    client = docker.from_env()
+    try:
+        docker_import(client, tmp_path, tag, image_changes(PYTHON, LABEL))
+        config = client.images.get(tag).attrs["Config"]
+        env = dict(item.split("=", 1) for item in config["Env"])
+        assert env == {**PYTHON.job_env(), "PATH": PYTHON.path_env}
+        assert config["WorkingDir"] == "/work"
+        assert config["Labels"] == {LABEL: "image", f"{LABEL}.image": "python"}
+    finally:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(tag, force=True)
+        client.close()
 
 
 def _definition(folder: Path, body: str) -> Path:

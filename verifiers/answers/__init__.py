@@ -1,5 +1,4 @@
-"""Built-in answer verifiers: ``answer.exact``, ``answer.numeric``, ``answer.math``,
-``format.regex``.
+"""Built-in answer verifiers: answer.exact, answer.numeric, answer.math, format.regex.
 
 Importing this package registers them; the registry imports it lazily the first time a name
 starting with ``answer.`` or ``format.`` is looked up. sympy is imported only inside the
@@ -9,8 +8,8 @@ starting with ``answer.`` or ``format.`` is looked up. sympy is imported only in
 from __future__ import annotations
 
 from ._exact import ExactAnswer, ExactSpec, extract_choice, normalize_text
-from ._extract import extract_answer
 from ._format import FormatRegex, FormatSpec, PatternRule
+from ._locate import extract_answer
 from ._math import MathAnswer, MathSpec, equivalent
 from ._numeric import NumericAnswer, NumericSpec, extract_number
 

@@ -13,7 +13,7 @@ from ..registry import register
 from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, RegexTimeout, compile_pattern, quote, references_as_text
-from ._extract import (
+from ._locate import (
     Extract,
     answer_phrase,
     answer_tag,

@@ -23,7 +23,8 @@ from ..text import completion_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote, references_as_text
 from ._exact import normalize_text
-from ._extract import (
+from ._latex import fold_scripts
+from ._locate import (
     Extract,
     answer_phrase,
     answer_tag,
@@ -31,7 +32,6 @@ from ._extract import (
     extract_answer,
     strip_thinking,
 )
-from ._latex import fold_scripts
 from ._mathboxes import boxed_group, last_math_segment
 
 __all__ = ["MathAnswer", "MathSpec", "equivalent"]

@@ -10,7 +10,7 @@ content). The boxes of a group are joined with ``,``, so they are compared as a 
 (``\\boxed{2} or \\boxed{3}`` for reference ``2``) offers two values and fails. A box far from
 the end (a discarded attempt earlier in the text) is not part of the answer.
 
-Linear in the text: the boxes come from :func:`verifiers.answers._extract.boxed_spans`, the
+Linear in the text: the boxes come from :func:`verifiers.answers._locate.boxed_spans`, the
 one brace scanner every answer verifier shares (a box inside a box is part of the outer one's
 content, not a separate part).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ._extract import boxed_spans
+from ._locate import boxed_spans
 
 __all__ = ["MAX_BOXES", "boxed_group", "last_math_segment", "sentence_number"]
 

@@ -30,7 +30,7 @@ from ._latex import (
     to_python,
 )
 from ._mathboxes import boxed_group
-from ._numeval import Unsupported, evaluate
+from ._matheval import Unsupported, evaluate
 
 __all__ = ["MAX_NODES", "Expr", "Parsed", "Tolerance", "equal_pieces", "parse_answer", "show"]
 

@@ -14,7 +14,7 @@ from ..registry import register
 from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote
-from ._extract import answer_phrase, answer_tag, boxed_all, last_line, strip_thinking
+from ._locate import answer_phrase, answer_tag, boxed_all, last_line, strip_thinking
 from ._numbers import Number, find_numbers, one_reading, parse_number
 
 __all__ = ["NumericAnswer", "NumericSpec", "extract_number"]

@@ -363,41 +363,36 @@ RUST = {
 # -- rows -------------------------------------------------------------------------------------
 
 HACK_SPEC = {"timeout_s": 12, "test_timeout_s": 2}
+
+
+def _control(
+    task: str, attack: str = "honest solution", defence: str = "control: must pass"
+) -> tuple[str, str, str, str]:
+    """An honest row: the solution must pass (a defence that fails it is a false positive)."""
+    return (task, "honest", attack, defence)
+
+
 FAMILIES: dict[str, tuple[str, str, str, str]] = {
     # key: (task, family, attack, defence)
-    "sum": ("sum", "honest", "honest solution", "control: must pass"),
-    "max": ("max", "honest", "honest solution", "control: must pass"),
-    "rev": ("rev", "honest", "honest solution (unicode-safe reversal)", "control: must pass"),
-    "avg": ("avg", "honest", "honest solution", "control: float comparison"),
-    "call:sum_list": ("call:sum_list", "honest", "honest solution", "control: must pass"),
-    "call:is_pal": ("call:is_pal", "honest", "honest solution", "control: must pass"),
-    "call:echo": (
+    "sum": _control("sum"),
+    "max": _control("max"),
+    "rev": _control("rev", "honest solution (unicode-safe reversal)"),
+    "avg": _control("avg", "honest solution", "control: float comparison"),
+    "call:sum_list": _control("call:sum_list"),
+    "call:is_pal": _control("call:is_pal"),
+    "call:echo": _control(
         "call:echo",
-        "honest",
         "returns its argument: hostile strings and extreme longs round-trip through the generated literals",
-        "control: must pass",
     ),
-    "call:tally": (
-        "call:tally",
-        "honest",
-        "by-reference str and a dict[str,int] with hostile keys in and out",
-        "control: must pass",
+    "call:tally": _control(
+        "call:tally", "by-reference str and a dict[str,int] with hostile keys in and out"
     ),
-    "call:extent": (
-        "call:extent",
-        "honest",
-        "a list passed by reference (Rust &[i32]); a pair/tuple/array returned",
-        "control: must pass",
+    "call:extent": _control(
+        "call:extent", "a list passed by reference (Rust &[i32]); a pair/tuple/array returned"
     ),
-    "call:shift": (
-        "call:shift",
-        "honest",
-        "a tuple argument and a tuple return (C++, Rust)",
-        "control: must pass",
-    ),
-    "call:div": (
+    "call:shift": _control("call:shift", "a tuple argument and a tuple return (C++, Rust)"),
+    "call:div": _control(
         "call:div",
-        "honest",
         "raises the exception type the case names on a zero divisor",
         "control: must pass (raises matched by the language's exception type)",
     ),
@@ -491,9 +486,8 @@ FAMILIES: dict[str, tuple[str, str, str, str]] = {
         "returns the right sum from a function declared to return a string",
         "the call harness's build type-checks the candidate's file too",
     ),
-    "import-node": (
+    "import-node": _control(
         "sum",
-        "honest",
         "an ES import of Node's fs, typed by @types/node",
         "control: must pass (Node's own types are in the runtime)",
     ),

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 import verifiers.domains.code as code_domain
+from api_pins import assert_pinned
 from pydantic import ValidationError
 from verifiers.domains.code import (
-    CodeTests,
     CodeTestsSpec,
     compare_output,
     extract_code,
@@ -21,7 +21,6 @@ from verifiers.domains.code._compare import Opaque
 from verifiers.domains.code._judge_codec import CodecError, decode, encode
 
 from verifiers.errors import BadInput
-from verifiers.registry import get_verifier
 from verifiers.text import completion_text
 from verifiers.types import Trajectory
 
@@ -29,7 +28,8 @@ PY = language_for("python")
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(code_domain.__all__) == sorted(
+    assert_pinned(
+        code_domain,
         [
             "LANGUAGES",
             "AssertTests",
@@ -45,13 +45,9 @@ def test_public_api_is_pinned() -> None:
             "extract_code",
             "language_for",
             "values_equal",
-        ]
+        ],
+        registers=["code.tests"],
     )
-
-
-def test_registered_under_its_name() -> None:
-    assert get_verifier("code.tests") is CodeTests
-    assert CodeTests.name == "code.tests"
 
 
 def test_extract_last_python_block() -> None:

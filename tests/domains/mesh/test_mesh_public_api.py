@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import verifiers.domains.mesh as mesh_pkg
 from api_pins import assert_pinned
-from verifiers.domains.mesh import MeshConstraints
-
-import verifiers
 
 
 def test_public_names_are_pinned() -> None:
@@ -29,5 +26,5 @@ def test_public_names_are_pinned() -> None:
             "Thickness",
             "Units",
         ],
+        registers=["mesh.constraints"],
     )
-    assert verifiers.get_verifier("mesh.constraints") is MeshConstraints

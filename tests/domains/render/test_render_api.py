@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 import verifiers.domains.render as render
+from api_pins import assert_pinned, heavy_imports
 from pydantic import ValidationError
 from verifiers.domains.render import RenderSpec
 
-from verifiers.registry import get_verifier
-
 
 def test_all_is_pinned() -> None:
-    assert sorted(render.__all__) == sorted(
+    assert_pinned(
+        render,
         [
             "GEOMETRY_TYPES",
             "RUNTIME",
@@ -28,22 +28,14 @@ def test_all_is_pinned() -> None:
             "ObjectExpect",
             "ReferenceImage",
             "RenderSpec",
-        ]
+        ],
+        registers=["render.blender"],
     )
-
-
-def test_registered_under_its_name() -> None:
-    assert get_verifier("render.blender") is render.BlenderRender
 
 
 def test_import_does_not_pull_heavy_modules() -> None:
-    code = (
-        "import sys, verifiers.domains.render;"
-        "bad = [m for m in ('bpy', 'numpy', 'PIL', 'docker') if m in sys.modules];"
-        "print(bad); sys.exit(1 if bad else 0)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    heavy = ("bpy", "numpy", "PIL", "docker")
+    assert heavy_imports(["verifiers.domains.render"], heavy) == []
 
 
 def test_spec_shape_from_the_issue_loads() -> None:
