@@ -341,18 +341,15 @@ def _old_judge_files(tree: str) -> dict[str, bytes]:
     """The Python judge's files as ``tree``'s ``domains/code`` packs them (a child process)."""
     import base64
 
-    script = (
+    code = (
         "import base64, json, sys\n"
-        "sys.argv = ['x']\n"
-        f"exec(compile(open({os.path.abspath(__file__)!r}).read(), 'humaneval', 'exec'), "
-        "{'__name__': 'humaneval'})\n"
-    )
-    dump = (
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "import humaneval\n"
+        f"humaneval.use_code_from({tree!r})\n"
         "from verifiers.domains.code._languages import judge_files, language_for\n"
         "files = judge_files(language_for('python'))\n"
         "print(json.dumps({k: base64.b64encode(v).decode() for k, v in files.items()}))\n"
     )
-    code = script + f"use_code_from({tree!r})\n" + dump
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return {k: base64.b64decode(v) for k, v in json.loads(out.stdout).items()}
 
@@ -399,6 +396,7 @@ def run_phases(backend: str, n: int, old_tree: str = "") -> int:
             samples = list(jobs)
             jobs.clear()
             old_jobs: list[float] = []
+            new_jobs: list[float] = []
             if old_files:
                 new_files = _verifier.judge_files
                 for item in trajectories:  # old, new, old, new ... on the same runner
@@ -409,10 +407,7 @@ def run_phases(backend: str, n: int, old_tree: str = "") -> int:
                         finally:
                             _verifier.judge_files = new_files
                         assert res.status == "pass", res.feedback
-                        if files:
-                            old_jobs.append(jobs[-1][0])
-                        else:
-                            samples.append(jobs[-1])
+                        (old_jobs if files else new_jobs).append(jobs[-1][0])
                 jobs.clear()
             for _ in range(n):
                 async with provider.session("python", memory_mb=704, timeout_s=10) as sb:
@@ -424,6 +419,7 @@ def run_phases(backend: str, n: int, old_tree: str = "") -> int:
         return {
             "samples": samples,
             "old": old_jobs,
+            "new": new_jobs,
             "bare": bare,
             "wall": wall,
             "host": host,
@@ -448,8 +444,9 @@ def run_phases(backend: str, n: int, old_tree: str = "") -> int:
 
     usages = [u for _, u in got["samples"] if u]
     phases = {"judge_job": ms([c for c, _ in got["samples"]])}
-    if got["old"]:
-        phases["judge_job_old"] = ms(got["old"])
+    if got["old"]:  # sample by sample, old and new judge alternating on one runner
+        phases["interleaved_judge_job_old"] = ms(got["old"])
+        phases["interleaved_judge_job_new"] = ms(got["new"])
     if usages:  # a judge from before the done line's "usage" (--code-from) has only the job
         phases["start"] = ms([u["boot_start"] for u in usages])
         phases["boot"] = ms([u["judge_start"] - u["boot_start"] for u in usages])
