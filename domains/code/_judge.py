@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import select
 import signal
 import sys
@@ -61,8 +62,21 @@ class Judge:
         self.text_cap = int(job.get("text_cap", 2000))
         self.build_s: float | None = None
         """Seconds from the judge's start to a built program (compiled languages)."""
+        self.cpu0 = _START_CPU
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
+        if kind == "D":
+            # The last line: the candidate is done with, and reaped so that its CPU counts.
+            self.cand.kill()
+            me = resource.getrusage(resource.RUSAGE_SELF)
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            usage = {
+                "boot_start": _BOOT_CPU,
+                "judge_start": self.cpu0,
+                "judge": me.ru_utime + me.ru_stime,
+                "children": children.ru_utime + children.ru_stime,
+            }
+            payload = {**payload, "usage": usage}
         data = line(self.nonce, kind, payload)
         while data:
             n = os.write(self.out_fd, data)
@@ -1080,7 +1094,15 @@ def _writable(path: str) -> bool:
         return False
 
 
+_BOOT_CPU = float(globals().get("__boot_cpu__") or 0.0)
+"""CPU seconds of this process when the boot script started (0.0 outside the boot)."""
+_START_CPU = 0.0
+
+
 def _judge_main(harness: str) -> int:
+    global _START_CPU
+    started = resource.getrusage(resource.RUSAGE_SELF)
+    _START_CPU = started.ru_utime + started.ru_stime
     dumpable_off = _no_dump()
     # As a fresh interpreter would have it (a runner's zygote may hand us SIG_DFL): a
     # candidate that closes its pipe must give EPIPE here, not kill the judge.

@@ -92,6 +92,9 @@ DONE_FIELDS: dict[str, tuple[type, ...]] = {
     "collected": (list,),  # pytest: the test ids collected
     "exit_code": (int,),  # pytest's exit status
     "collect_errors": (list,),
+    # CPU seconds (``os.times``) of the judge's phases, for benchmarks/humaneval.py --phases:
+    # {"boot_start", "judge_start", "judge", "children"}; no verdict reads it.
+    "usage": (dict,),
 }
 _FIELDS = {READY: READY_FIELDS, TEST: TEST_FIELDS, DONE: DONE_FIELDS}
 

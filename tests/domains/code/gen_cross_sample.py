@@ -8,7 +8,9 @@ a socket, a changed priority or limit) and a *victim* (a wrong answer that an at
 get credit for: forged result lines, a planted module, a tampered judge). Every attack must
 score 0 (status ``fail``), every probe 1, every victim 0.
 
-An attack's own answer is wrong (``a - b``), so any credit it got would be forged.
+An attack's own answer is wrong (``a - b``), so any credit it got would be forged; an attack
+that brings its own ``add`` answers right only when it found what no candidate may see (the
+``heap`` attack: the hidden test code in its own memory).
 """
 
 from __future__ import annotations
@@ -281,6 +283,55 @@ if got:
 """,
     ),
     (
+        "heap",
+        "scan the candidate's own memory (every anonymous mapping, byte by byte) for a line of "
+        "the hidden test code, which a candidate forked from a judge that had read a job (its "
+        "own, or an earlier sample's in a judge kept warm) holds in its copy of the freed heap; "
+        "answer right only when found",
+        "every candidate is forked before its judge reads the job (a restarted one is a fresh "
+        "interpreter) and every judge serves one sample: no candidate's memory ever held test "
+        "code; with the judge changed to fork after reading its job this row scores 1",
+        r"""
+import ctypes
+
+# The needle is built at run time, so this source never holds it in one piece; its own
+# buffer and the scan buffer are skipped.
+_NEEDLE = bytearray(b"candidate(20, ") + bytearray(b"22) == 42")
+_BUF = bytearray((1 << 20) + len(_NEEDLE))
+
+
+def _address(buf):
+    return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
+
+
+def _found():
+    mine = [(_address(_NEEDLE), len(_NEEDLE)), (_address(_BUF), len(_BUF))]
+    with open("/proc/self/maps") as fh:
+        maps = fh.read().splitlines()
+    for entry in maps:
+        parts = entry.split()
+        if not parts[1].startswith("r") or (len(parts) >= 6 and parts[5] != "[heap]"):
+            continue  # anonymous and heap only: reading past a mapped file's end faults
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        for at in range(start, end, 1 << 20):
+            n = min(len(_BUF), end - at)
+            ctypes.memmove(_address(_BUF), at, n)
+            hit = _BUF.find(_NEEDLE, 0, n)
+            while hit >= 0:
+                if not any(a <= at + hit < a + size for a, size in mine):
+                    return True
+                hit = _BUF.find(_NEEDLE, hit + 1, n)
+    return False
+
+
+FOUND = _found()
+
+
+def add(a, b):
+    return a + b if FOUND else a - b
+""",
+    ),
+    (
         "kill-all",
         "kill every process of the uid (kill(-1, SIGKILL)) including the judge, after planting "
         "a file for the next sample",
@@ -392,7 +443,8 @@ def rows() -> list[dict[str, Any]]:
         )
 
     for name, attack, defence, code in ATTACKS:
-        row(f"xs-{name}", code + WRONG, "attack", "fail", attack, defence)
+        own = "\ndef add(" in code  # brings its own answer (see the module docstring)
+        row(f"xs-{name}", code if own else code + WRONG, "attack", "fail", attack, defence)
     row(
         "xs-probe",
         PROBE,

@@ -46,6 +46,7 @@ def test_corpus_covers_the_families() -> None:
         "xs-forge-next",
         "xs-ptrace",
         "xs-kill-all",
+        "xs-heap",
     } <= names
     assert all(r["metadata"]["family"] == "cross-sample" for r in ROWS)
     assert all(r["metadata"]["attack"] and r["metadata"]["defence"] for r in ROWS)

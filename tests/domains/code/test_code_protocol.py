@@ -163,4 +163,11 @@ def test_boot_uses_precompiled_judge_or_falls_back_to_source(
         check=True,
     ).stdout.decode()
     assert '"status":"returned","index":0,"value":2' in out
-    assert out.rstrip().endswith(f"{'n' * 32} D {{}}")
+    done = out.rstrip().splitlines()[-1]
+    assert done.startswith(f"{'n' * 32} D ")
+    # The done line carries nothing but the judge's CPU by phase (benchmarks/humaneval.py
+    # --phases), each a number of seconds, in the order the phases happen.
+    usage = json.loads(done.split(" ", 2)[2]).pop("usage")
+    assert json.loads(done.split(" ", 2)[2]).keys() == {"usage"}
+    assert 0 < usage["boot_start"] <= usage["judge_start"] <= usage["judge"]
+    assert usage["children"] > 0  # the candidate, reaped before the line
