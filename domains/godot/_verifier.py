@@ -189,6 +189,7 @@ class CheckJob:
             how=how,
             code=code,
             seconds=done.duration_s,
+            cpu_s=done.cpu_s,
             stderr=done.text("stderr") + done.text("stdout"),
             report_a=report_a,
             frames_proven=proven,
