@@ -30,7 +30,7 @@ from typing import Any
 from verifiers.sandbox import ExecResult
 
 from verifiers.context import VerifierContext
-from verifiers.errors import InfraError
+from verifiers.errors import BadInput, InfraError
 
 from ._checks import RunReport
 from ._engine import ENGINE
@@ -63,13 +63,12 @@ async def run_batch(
         return []
     fps = {spec.fps for _, spec in checks}
     if len(fps) != 1:
-        from verifiers.errors import BadInput
-
         raise BadInput(f"a fork-server batch runs one fps; got {sorted(fps)}")
     jobs = [CheckJob.of(files, spec) for files, spec in checks]
+    memory_mb = max(spec.memory_mb for _, spec in checks)
     batch = {
         "fps": fps.pop(),
-        "memory_mb": max(spec.memory_mb for _, spec in checks),
+        "memory_mb": memory_mb,
         "server": {
             "project.godot": PROJECT.decode(),
             "_harness.gd": ENGINE.harness_source().decode(),
@@ -89,7 +88,7 @@ async def run_batch(
     }
     limits: dict[str, Any] = {
         "timeout_s": _START_S + sum(spec.timeout_s + 5.0 for _, spec in checks),
-        "memory_mb": _SERVER_MB + 2 * batch["memory_mb"],
+        "memory_mb": _SERVER_MB + 2 * memory_mb,
         "pids": _PIDS + 16,
         "file_bytes": _MAX_STATE,
     }

@@ -80,29 +80,21 @@ def test_committed_fork_corpus_is_current() -> None:
     assert FORK.is_current()
 
 
-@pytest.mark.bwrap
+BACKENDS = [
+    pytest.param("local", marks=pytest.mark.bwrap),
+    pytest.param("docker", marks=pytest.mark.docker),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("item_id", CORPUS.ids())
-def test_fork_server_verdicts_local(item_id: str) -> None:
-    CORPUS.check(item_id, batched("local")[item_id])
+def test_fork_server_verdicts(backend: str, item_id: str) -> None:
+    CORPUS.check(item_id, batched(backend)[item_id])
 
 
-@pytest.mark.docker
-@pytest.mark.parametrize("item_id", CORPUS.ids())
-def test_fork_server_verdicts_docker(item_id: str) -> None:
-    CORPUS.check(item_id, batched("docker")[item_id])
-
-
-@pytest.mark.bwrap
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("item_id", FORK.ids())
-def test_fork_attacks_local(item_id: str) -> None:
-    FORK.check(item_id, batched("local")[item_id])
-    CORPUS.check(PROBE, batched("local")[_after(item_id)])
-    FORK.check(item_id, FORK.scored("local")[item_id])
-
-
-@pytest.mark.docker
-@pytest.mark.parametrize("item_id", FORK.ids())
-def test_fork_attacks_docker(item_id: str) -> None:
-    FORK.check(item_id, batched("docker")[item_id])
-    CORPUS.check(PROBE, batched("docker")[_after(item_id)])
-    FORK.check(item_id, FORK.scored("docker")[item_id])
+def test_fork_attacks(backend: str, item_id: str) -> None:
+    FORK.check(item_id, batched(backend)[item_id])
+    CORPUS.check(PROBE, batched(backend)[_after(item_id)])
+    FORK.check(item_id, FORK.scored(backend)[item_id])
