@@ -3,8 +3,9 @@
 Run ``python tests/domains/godot/make_forkserver_corpus.py`` after editing. Each line is a
 scene that would pass (the honest ``Player`` mover of the main corpus) only if its attack
 reached outside its own forked child: signalling the server, the driver or any other
-process; reading ``/proc`` of its parent; loading the fork library again (and through it
-libc); reading an inherited fd. Two more attack the *next* check instead: a grandchild engine
+process; reading ``/proc`` of its parent; forking the checked engine or reaching libc
+through the fork library (the child keeps it loaded, sealed and libc-free; a fresh engine
+cannot read it at all); reading an inherited fd. Two more attack the *next* check instead: a grandchild engine
 left running that deletes the next check's scene, and a child that deletes the server's own
 files and plants files in ``/tmp``, ``/dev/shm`` and ``user://``. The test runs every line
 through the fork server with an honest check after each (it must still pass) and through
@@ -76,7 +77,11 @@ RELOAD_LIBRARY = """	var libs = []
 		var native = GDNative.new()
 		native.library = lib
 		if native.initialize():
-			return native.call_native("standard_varcall", "vf_threads", []) != null
+			var forked = native.call_native("standard_varcall", "vf_fork", [])
+			if typeof(forked) == TYPE_INT and forked >= 0:
+				return true
+			if native.call_native("standard_varcall", "getpid", []) != null:
+				return true
 	return false
 """
 
