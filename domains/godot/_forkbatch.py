@@ -12,8 +12,8 @@ path, so its verdict is the same (the corpus test compares them row by row).
 What keeps the checks of one batch apart (docs/godot.md, "The fork server"): the parent
 never runs model code; a child shares nothing writable with it (copy-on-write memory, no fd
 but its own stdout/stderr, /dev/null as stdin); its Landlock domain scopes its signals to
-itself, ``/proc`` is unreadable, ``ptrace`` fails, the fork library's folder is unreadable
-(the child unloads the library first); after each check the driver kills every process the
+itself, ``/proc`` is unreadable, ``ptrace`` fails, the fork library is libc-free and sealed
+in the child (no fork: forkserver.c); after each check the driver kills every process the
 check left (it is the job's child subreaper) and empties the project, and what appeared in
 ``/tmp`` and ``/dev/shm``, before the next check's files exist.
 

@@ -264,9 +264,9 @@ static bool is_link(const char *path) {
 static const char *special[4]; /* the writable folders, then this library's (never read) */
 
 /* Read rights on everything under folder but /proc and the special folders (their ancestors
- * get READ_DIR only: rights are inherited down the tree). This library's folder is unreadable:
- * once the child unloads the library (the server script does, before any model code), no
- * script can load it again and reach its procedures or, through dlsym, libc's. */
+ * get READ_DIR only: rights are inherited down the tree). This library's folder is unreadable
+ * too: the child keeps the library loaded (sealed, libc-free), and nothing else of it or
+ * beside it needs reading. */
 static void allow_read(const char *folder) {
     DIR *dir = opendir(folder);
     if (!dir) return;
