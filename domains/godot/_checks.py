@@ -63,6 +63,8 @@ class RunReport:
     scripts: list[str] = field(default_factory=list)
     truncated: bool = False
     """The engine's output passed the sandbox's cap: errors after it would be unseen."""
+    cpu_s: float = 0.0
+    """The engine's CPU seconds (user + system) for this check, where the sandbox says."""
     contacts: list[dict[str, Any]] = field(default_factory=list)
     """Per contact probe, from the proven report B: ``frame`` of the first contact (-1:
     none), ``jump`` (first frame the node moved further than its velocity explains, -1:

@@ -18,7 +18,9 @@ child, and cannot be lifted):
   file to ``load()`` later (runtime scripts are judged by the harness's audit anyway). GDScript's ``File`` can otherwise open
   ``/proc/self/mem`` of its own process and find the harness's token B in the heap
   (measured with Godot 3.2.3: ~6 s, ``hack-steal-token-from-memory`` in the corpus), and ``OS.execute`` could start a helper.
-  The signal scope (ABI >= 6) keeps the engine from signalling anything outside it.
+  The signal scope (ABI >= 6) keeps the engine from signalling anything outside it. The
+  runtime's fork-server library (``/opt/verifiers/godot``) is not readable either: a script
+  could otherwise load it with ``GDNative`` and reach libc's functions through its handle.
 - **seccomp**: ``ptrace``, ``process_vm_readv`` and ``process_vm_writev`` fail with
   ``EPERM``: the other two ways to read a process's memory (a child the engine started,
   or the engine itself on its own pid).
@@ -116,12 +118,19 @@ def _which(name: str) -> str | None:
     return None
 
 
+FORK_LIBRARY_DIR = "/opt/verifiers/godot"
+"""The runtime's fork-server library (sandbox/images/godot/forkserver.c): never readable by
+a jailed engine, so no script can load it (``GDNative``) and call its procedures or, through
+``dlsym`` on its handle, any function of libc."""
+
+
 def _allow_read(
     libc: ctypes.CDLL, ruleset: int, folder: str, writable: tuple[str, ...], handled: int
 ) -> None:
-    """Read rights on everything under ``folder`` but ``/proc`` and the writable folders:
-    the ancestors of a writable folder get ``READ_DIR`` only (rights are inherited down the
-    tree), so a file created in a writable folder during the run is never readable."""
+    """Read rights on everything under ``folder`` but ``/proc``, the fork library's folder
+    and the writable folders: the ancestors of those get ``READ_DIR`` only (rights are
+    inherited down the tree), so a file created in a writable folder during the run is
+    never readable."""
     for entry in sorted(_names(folder)):
         path = os.path.join(folder, entry)
         if path == "/proc" or path in writable or (folder != "/" and os.path.islink(path)):
@@ -158,7 +167,7 @@ def _landlock(libc: ctypes.CDLL, binary: str) -> None:
         _fail(libc, "landlock_create_ruleset")
     read = _READ_FILE | _READ_DIR
     writable = (os.path.realpath(os.getcwd()), "/tmp", "/dev/shm")
-    _allow_read(libc, ruleset, "/", writable, handled)
+    _allow_read(libc, ruleset, "/", (*writable, FORK_LIBRARY_DIR), handled)
     for name in _files(writable[0]):
         _allow(libc, ruleset, name, _READ_DIR if os.path.isdir(name) else read, handled)
     write = handled & ~_EXECUTE & ~_IOCTL_DEV & ~_READ_FILE

@@ -24,8 +24,11 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
+
+from verifiers.sandbox import ExecResult
 
 from verifiers.context import VerifierContext
 from verifiers.errors import SandboxUnavailable
@@ -46,13 +49,14 @@ __all__ = ["GodotScene", "RUNTIME"]
 
 RUNTIME = ENGINE.runtime
 """The sandbox runtime game.godot jobs run in (``sandbox/images/godot``)."""
-_PROJECT = (
+PROJECT = (
     b"config_version=4\n\n"
     b"[application]\n\n"
     b'config/name="verifiers-job"\n\n'
     b"[logging]\n\n"
     b"file_logging/enable_file_logging=false\n"
 )
+"""The job's ``project.godot``: the verifier's own, never the model's."""
 _PIDS = 128
 _MAX_REPORT = 1 << 20
 _MAX_STATE = 32 << 20
@@ -77,36 +81,14 @@ class GodotScene(Verifier[GodotSpec]):
         return spec.timeout_s + _START_GRACE_S
 
     async def verify(self, trajectory: Trajectory, spec: GodotSpec, ctx: VerifierContext) -> Result:
-        try:
-            files = project_files(
-                completion_text(trajectory),
-                max_files=spec.max_files,
-                max_bytes=spec.max_file_bytes,
-            )
-        except FileMapError as exc:
-            return Result.failed(str(exc), components=dict.fromkeys(spec.component_names(), 0.0))
-        if spec.scene not in files and "main.gd" in files and len(files) == 1:
-            files[spec.scene] = builder_scene(files["main.gd"])
-        if spec.scene not in files:
-            return Result.failed(
-                f"the completion has no {spec.scene!r} (files: {', '.join(sorted(files))})",
-                components=dict.fromkeys(spec.component_names(), 0.0),
-            )
+        files = project_of(trajectory, spec)
+        if isinstance(files, Result):
+            return files
         run = await self._run(files, spec, ctx)
         return evaluate(run, spec)
 
     async def _run(self, files: dict[str, str], spec: GodotSpec, ctx: VerifierContext) -> RunReport:
-        token_a, token_b = secrets.token_hex(16), secrets.token_hex(16)
-        scripts = sorted(n for n in files if n.endswith(".gd"))
-        contacts = [[p.node, p.other] for p in spec.probes if isinstance(p, ContactProbe)]
-        job = {
-            "scripts": [f"res://{s}" for s in scripts],
-            "scene": f"res://{spec.scene}",
-            "frames": spec.frames,
-            "max_nodes": spec.max_nodes,
-            "fps": spec.fps,
-            "contacts": contacts,
-        }
+        check = CheckJob.of(files, spec)
         limits: dict[str, Any] = {
             "timeout_s": spec.timeout_s,
             "memory_mb": spec.memory_mb,
@@ -119,38 +101,106 @@ class GodotScene(Verifier[GodotSpec]):
             await sb.write_files(dict(files), readonly=True)
             await sb.write_files(
                 {
-                    "project.godot": _PROJECT,
+                    "project.godot": PROJECT,
                     "_harness.gd": ENGINE.harness_source(),
                     "_jail.py": _JAIL,
-                    "_job.json": json.dumps(job).encode(),
+                    "_job.json": json.dumps(check.job).encode(),
                 },
                 readonly=True,
             )
-            await sb.write_files({"_token": f"{token_a} {token_b}\n"})
+            await sb.write_files({"_token": check.token_line().encode()})
             done = await sb.exec(_jailed(ENGINE.argv(spec.fps)), timeout=spec.timeout_s)
-            report_a = _authentic(await read_left(sb, "_report_a.json", _MAX_REPORT), token_a)
-            raw_b = _json(await read_left(sb, "_report_b.json", _MAX_REPORT))
-            states = [await read_left(sb, f"_state{i}.tscn", _MAX_STATE) for i in (0, 1)]
+            left = {
+                name: await read_left(
+                    sb, name, _MAX_STATE if name.endswith(".tscn") else _MAX_REPORT
+                )
+                for name in LEFT_FILES
+            }
+        return await check.report(done, left, ctx)
+
+
+def project_of(trajectory: Trajectory, spec: GodotSpec) -> dict[str, str] | Result:
+    """The completion's project files, or the model's ``fail`` when they break a rule."""
+    try:
+        files = project_files(
+            completion_text(trajectory),
+            max_files=spec.max_files,
+            max_bytes=spec.max_file_bytes,
+        )
+    except FileMapError as exc:
+        return Result.failed(str(exc), components=dict.fromkeys(spec.component_names(), 0.0))
+    if spec.scene not in files and "main.gd" in files and len(files) == 1:
+        files[spec.scene] = builder_scene(files["main.gd"])
+    if spec.scene not in files:
+        return Result.failed(
+            f"the completion has no {spec.scene!r} (files: {', '.join(sorted(files))})",
+            components=dict.fromkeys(spec.component_names(), 0.0),
+        )
+    return files
+
+
+LEFT_FILES = ("_report_a.json", "_report_b.json", "_state0.tscn", "_state1.tscn")
+"""What the harness leaves in the project for the host to read."""
+
+
+@dataclass
+class CheckJob:
+    """One check's harness job and tokens, and how its engine run is read back: shared by
+    the one-engine-per-check path and the fork server's batch (``_forkbatch.py``)."""
+
+    spec: GodotSpec
+    job: dict[str, Any]
+    scripts: list[str]
+    contacts: int
+    token_a: str = field(default_factory=lambda: secrets.token_hex(16))
+    token_b: str = field(default_factory=lambda: secrets.token_hex(16))
+
+    @classmethod
+    def of(cls, files: dict[str, str], spec: GodotSpec) -> CheckJob:
+        scripts = sorted(n for n in files if n.endswith(".gd"))
+        contacts = [[p.node, p.other] for p in spec.probes if isinstance(p, ContactProbe)]
+        job = {
+            "scripts": [f"res://{s}" for s in scripts],
+            "scene": f"res://{spec.scene}",
+            "frames": spec.frames,
+            "max_nodes": spec.max_nodes,
+            "fps": spec.fps,
+            "contacts": contacts,
+        }
+        return cls(spec, job, scripts, len(contacts))
+
+    def token_line(self) -> str:
+        """The ``_token`` file's text (the harness reads and deletes it first)."""
+        return f"{self.token_a} {self.token_b}\n"
+
+    async def report(
+        self, done: ExecResult, left: dict[str, bytes | None], ctx: VerifierContext
+    ) -> RunReport:
+        """What the run shows, from its end and the files it left (``LEFT_FILES``)."""
+        spec = self.spec
+        report_a = _authentic(left["_report_a.json"], self.token_a)
+        raw_b = _json(left["_report_b.json"])
         if done.returncode in _NOT_STARTED and report_a is None:
             await probe_runtime(ctx)
         how, code = process_end(done)
-        payload = _proven(raw_b, token_b)
+        payload = _proven(raw_b, self.token_b)
         proven = payload is not None
         run = RunReport(
             how=how,
             code=code,
             seconds=done.duration_s,
+            cpu_s=done.cpu_s,
             stderr=done.text("stderr") + done.text("stdout"),
             report_a=report_a,
             frames_proven=proven,
             frames_note={} if proven or not isinstance(raw_b, dict) else raw_b,
-            contacts=_contacts(payload, len(contacts)),
-            scripts=scripts,
+            contacts=_contacts(payload, self.contacts),
+            scripts=self.scripts,
             truncated=done.truncated,
         )
         if proven:
             try:
-                run.start, run.end = (_state(s, spec) for s in states)
+                run.start, run.end = (_state(left[f"_state{i}.tscn"], spec) for i in (0, 1))
             except TscnError as exc:
                 run.state_error = str(exc)
         return run

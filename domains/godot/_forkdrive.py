@@ -1,0 +1,279 @@
+"""Drive the Godot fork server through a batch of checks, inside one sandbox job.
+
+Runs *inside* the job (stdlib only, the runtime's ``python3``): ``python3 _forkdrive.py``
+in a work dir that holds ``_batch.json`` (the server's files, and the checks: files, the
+harness's job, tokens). It reads and deletes it (a child can read what is left in the work
+dir), makes the project ``p/`` (``project.godot``, ``_harness.gd``, ``_forkserver.gd``,
+``_vfork.gdnlib``) and starts the engine once as the fork server (``_forkserver3.gd``: the
+engine initialised, no model file anywhere), and for each check, one at a time:
+
+1. empties ``p/`` but the server's files, ``/tmp`` and ``/dev/shm``; writes the check's files
+   (read-only), ``_job.json`` and ``_token``;
+2. asks the server for a child (a job number on its stdin); the child jails itself before it
+   reads a model file and runs the harness exactly as a fresh engine would;
+3. waits for the child's end, at most ``timeout_s`` (then kills it: a timeout), and kills
+   every process the check left behind: this process is the job's child subreaper, so a
+   grandchild that outlived its parent (a second engine the model started, in its own session)
+   is re-parented here and killed before the next check's files exist;
+4. collects what the host would read: the exit status, stdout/stderr (capped), the reports
+   and the two states.
+
+The results go to ``_results.json`` (outside ``p/``: a child may write only in ``p/``,
+``/tmp`` and ``/dev/shm``). A check's child cannot reach this process or the server: its
+Landlock domain scopes signals to itself, ``/proc`` is unreadable, ``ptrace`` fails, and it
+holds no fd of either (``vf_enter``). Protocol variables (``GODOT_FORK_*``) are this file's
+own, not settings.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+_SERVER_FILES = {"project.godot", "_harness.gd", "_forkserver.gd", "_vfork.gdnlib"}
+_LEFT = ("_report_a.json", "_report_b.json", "_state0.tscn", "_state1.tscn")
+_MAX_LEFT = 32 << 20
+_MAX_OUTPUT = 1 << 20
+_PR_SET_CHILD_SUBREAPER = 36
+_WATCH_S = 0.005
+
+
+def _memory(pid: int) -> int:
+    """A process's private memory (anonymous and shared-memory pages), in bytes."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith(("RssAnon:", "RssShmem:")):
+                    total += int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
+
+
+def _shared() -> int:
+    """Bytes used in ``/tmp`` and ``/dev/shm`` (tmpfs in the sandbox)."""
+    used = 0
+    for folder in ("/tmp", "/dev/shm"):
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            continue
+        used += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return used
+
+
+def _wipe(folder: str, keep: set[str]) -> None:
+    for name in os.listdir(folder):
+        if name in keep:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                for top, dirs, _ in os.walk(path):
+                    for d in dirs:
+                        os.chmod(os.path.join(top, d), 0o700)
+                os.chmod(path, 0o700)
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _read(path: str, cap: int) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(cap).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _children(exclude: set[int]) -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in exclude:
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            found.append(int(name))
+    return found
+
+
+def _reap_leftovers(server: int) -> int:
+    """Kill every process left under this one but the server; how many there were."""
+    killed = 0
+    for _ in range(200):
+        left = _children({server})
+        if not left:
+            return killed
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    return killed
+
+
+class _Server:
+    def __init__(self, work: str, out: str, fps: int, memory_mb: int) -> None:
+        env = dict(os.environ, GODOT_FORK_OUT=out, GODOT_FORK_MEMORY_MB=str(memory_mb))
+        self.proc = subprocess.Popen(
+            [
+                "godot3-server",
+                "--path",
+                work,
+                "--fixed-fps",
+                str(fps),
+                "-s",
+                "res://_forkserver.gd",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        self.buffer = b""
+        line: str | None = ""
+        while line is not None and not line.startswith("forkserver:"):  # the engine's banner
+            line = self.line(60.0)
+        if line is None or not line.startswith("forkserver: ready"):
+            raise RuntimeError(f"the fork server did not start: {line!r}")
+
+    def line(self, timeout: float) -> str | None:
+        """The server's next line; None at its end or after ``timeout`` seconds."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode("utf-8", "replace").strip()
+
+    def run(self, number: int, timeout: float, memory: int) -> tuple[int, int, bool, bool]:
+        """(exit status, CPU microseconds, timed out, out of memory) of check ``number``'s
+        child. Out of memory: its private memory plus what appeared in ``/tmp`` and
+        ``/dev/shm`` (tmpfs: charged to the job's memory like a fresh engine's) grew past
+        ``memory`` bytes since the fork (watched every few ms; the child's address-space
+        limit, set in ``vf_enter``, stops what grows faster)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"%d\n" % number)
+        self.proc.stdin.flush()
+        started = (self.line(30.0) or "").split()
+        if started[:2] != ["forkserver:", "child"] or int(started[3]) <= 0:
+            raise RuntimeError(f"the fork server did not fork: {started!r}")
+        child = int(started[3])
+        deadline = time.monotonic() + timeout
+        base = _memory(child) + _shared()
+        over = False
+        done = None
+        while done is None and time.monotonic() < deadline:
+            done = self.line(_WATCH_S)
+            if done is None and _memory(child) + _shared() - base > memory:
+                over = True  # what the job's memory cgroup does to a fresh engine
+                break
+        timed_out = done is None and not over
+        if done is None:
+            os.kill(child, signal.SIGKILL)
+            done = self.line(30.0)
+        fields = (done or "").split()
+        if fields[:2] != ["forkserver:", "done"]:
+            raise RuntimeError(f"the fork server lost check {number}: {done!r}")
+        return int(fields[3]), int(fields[4]), timed_out, over
+
+
+def main() -> int:
+    if os.environ.get("GODOT_FORK_SANDBOX") != "1":
+        sys.stderr.write("forkdrive: runs only inside a sandbox job (GODOT_FORK_SANDBOX=1)\n")
+        return 2
+    root = os.getcwd()
+    work, out = os.path.join(root, "p"), os.path.join(root, "o")
+    with open("_batch.json", encoding="utf-8") as handle:
+        batch = json.loads(handle.read())
+    os.unlink("_batch.json")  # the tokens of later checks live in this process only
+    os.makedirs(out, exist_ok=True)
+    os.makedirs(work, exist_ok=True)
+    for name, text in batch["server"].items():
+        with open(os.path.join(work, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    results: list[dict[str, Any]] = []
+    # /tmp and /dev/shm are the job's own in the sandbox; even so only what appeared after
+    # the server started is removed (never run this on a shared host's /tmp)
+    shared = {f: set(os.listdir(f)) for f in ("/tmp", "/dev/shm") if os.path.isdir(f)}
+    # the child's address-space limit is only the backstop of the watch (a fresh engine's
+    # memory is its job's cgroup): a limit it reaches first makes allocations fail, and
+    # Godot goes on after a failed allocation (a string bomb would then pass)
+    server = _Server(work, out, int(batch["fps"]), 4 * int(batch["memory_mb"]))
+    for number, check in enumerate(batch["checks"]):
+        _wipe(work, _SERVER_FILES)
+        for folder, before in shared.items():
+            _wipe(folder, before)
+        for name, text in check["files"].items():
+            path = os.path.join(work, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.chmod(path, 0o444)
+        with open(os.path.join(work, "_job.json"), "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(check["job"]))
+        with open(os.path.join(work, "_token"), "w", encoding="utf-8") as handle:
+            handle.write(check["token"] + "\n")
+        started = time.monotonic()
+        status, cpu_us, timed_out, oom = server.run(
+            number, float(check["timeout_s"]), int(check["memory_mb"]) << 20
+        )
+        seconds = time.monotonic() - started
+        leftovers = _reap_leftovers(server.proc.pid)
+        result: dict[str, Any] = {
+            "status": status,
+            "cpu_us": cpu_us,
+            "timed_out": timed_out,
+            "oom": oom,
+            "seconds": seconds,
+            "leftovers": leftovers,
+        }
+        for stream in ("out", "err"):
+            path = os.path.join(out, f"{number}.{stream}")
+            result["std" + stream] = _read(path, _MAX_OUTPUT) or ""
+            over = os.path.exists(path) and os.path.getsize(path) > _MAX_OUTPUT
+            result["truncated"] = result.get("truncated", False) or over
+            if os.path.exists(path):
+                os.unlink(path)
+        for name in _LEFT:
+            result[name] = _read(os.path.join(work, name), _MAX_LEFT)
+        results.append(result)
+    assert server.proc.stdin is not None
+    server.proc.stdin.close()
+    server.proc.wait(30)
+    with open("_results.json", "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
