@@ -114,7 +114,8 @@ def load_baseline(directory: str) -> dict[str, ModuleType]:
     import importlib.util
     import types
 
-    names = ("_machine_limit", "_rows", "_scorer", "trl", "deepspeed", "verl", "openrlhf")
+    names = ("_machine_limit", "_rows", "_extra", "_groups", "_scorer", "trl", "deepspeed", "verl")
+    names += ("openrlhf",)
     package = types.ModuleType(_BASELINE)
     package.__path__ = [directory]
     sys.modules[_BASELINE] = package
@@ -482,7 +483,7 @@ def adapter_work(
         def ds_work(m: dict[str, ModuleType] = mods) -> Any:
             ds = m["deepspeed"].DeepSpeedReward.__new__(m["deepspeed"].DeepSpeedReward)
             ds.defaults = m["_rows"].TaskDefaults()
-            ds.items(prompts, completions, tasks)
+            ds.items(prompts, completions, tasks=tasks)
             values = [m["_rows"].result_reward(r) for r in results]
             return [math.nan if v is None else v for v in values], [v is not None for v in values]
 
@@ -665,39 +666,56 @@ def server_throughput(duration: float, batch: int) -> list[dict[str, Any]]:
     return out
 
 
+_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--repeats", {"type": int, "default": 15}),
+    ("--duration", {"type": float, "default": 5.0}),
+    ("--batch", {"type": int, "default": 16}),
+    (
+        "--groups",
+        {
+            "default": "1,8",
+            "help": "completions per task string, comma-separated (1: all distinct; 8: GRPO)",
+        },
+    ),
+    (
+        "--verifiers",
+        {
+            "default": "answer.numeric,answer.math",
+            "help": "inline/worker verifiers for the overhead part, comma-separated",
+        },
+    ),
+    (
+        "--baseline",
+        {
+            "metavar": "DIR",
+            "help": "also measure another version of rl_adapters (a directory of its .py files)",
+        },
+    ),
+    ("--skip-server", {"action": "store_true"}),
+    ("--skip-overhead", {"action": "store_true"}),
+    (
+        "--code-repeats",
+        {
+            "type": int,
+            "default": 0,
+            "help": "also measure code.tests (local sandbox) with this many repeats (~20 s each)",
+        },
+    ),
+    (
+        "--repeat-tasks",
+        {
+            "action": "store_true",
+            "help": "the same task strings on every call (the memo applies across calls)",
+        },
+    ),
+)
+"""The command line, one row per option."""
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--repeats", type=int, default=15)
-    p.add_argument("--duration", type=float, default=5.0)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument(
-        "--groups",
-        default="1,8",
-        help="completions per task string, comma-separated (1: all distinct; 8: GRPO-shaped)",
-    )
-    p.add_argument(
-        "--verifiers",
-        default="answer.numeric,answer.math",
-        help="inline/worker verifiers for the overhead part, comma-separated",
-    )
-    p.add_argument(
-        "--baseline",
-        metavar="DIR",
-        help="also measure another version of rl_adapters (a directory of its .py files)",
-    )
-    p.add_argument("--skip-server", action="store_true")
-    p.add_argument("--skip-overhead", action="store_true")
-    p.add_argument(
-        "--code-repeats",
-        type=int,
-        default=0,
-        help="also measure code.tests (local sandbox) with this many repeats (~20 s each here)",
-    )
-    p.add_argument(
-        "--repeat-tasks",
-        action="store_true",
-        help="the same task strings on every call (the memo applies across calls)",
-    )
+    for flag, options in _OPTIONS:
+        p.add_argument(flag, **options)
     args = p.parse_args(argv)
     global REPEAT_TASKS
     REPEAT_TASKS = args.repeat_tasks
