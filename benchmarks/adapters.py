@@ -36,6 +36,7 @@ if __name__ == "__main__" and sys.path and sys.path[0].endswith("benchmarks"):
 
 import argparse
 import asyncio
+import functools
 import json
 import math
 import os
@@ -113,7 +114,8 @@ def load_baseline(directory: str) -> dict[str, ModuleType]:
     import importlib.util
     import types
 
-    names = ("_machine_limit", "_rows", "_scorer", "trl", "deepspeed", "verl", "openrlhf")
+    names = ("_machine_limit", "_rows", "_extra", "_groups", "_scorer", "trl", "deepspeed", "verl")
+    names += ("openrlhf",)
     package = types.ModuleType(_BASELINE)
     package.__path__ = [directory]
     sys.modules[_BASELINE] = package
@@ -161,21 +163,31 @@ def _round_robin(
     return wall, cpu
 
 
-def _verl_manager_case(
-    completions: list[str], infos: Callable[[], list[dict[str, Any]]], sandbox: str, loop: Any
-) -> Callable[[], Any] | None:
-    """veRL's reward loop over ``VerifiersRewardManager``: one ``run_single`` task per sample,
-    gathered, as ``RewardLoopWorker.compute_score_batch`` does (None without veRL)."""
+def _verl_manager_cases(
+    completions: list[str],
+    infos: Callable[[], list[dict[str, Any]]],
+    sandbox: str,
+    loop: Any,
+    verl_kwargs: dict[str, Any],
+) -> dict[str, Callable[[], Any]]:
+    """veRL's reward loop, one ``run_single`` task per sample gathered as
+    ``RewardLoopWorker.compute_score_batch`` does, over the same ``DataProto`` batch: through
+    ``VerifiersRewardManager``, and through veRL's own ``NaiveRewardManager`` calling our
+    per-sample ``compute_score`` (the fair peer: the same slicing and decoding per sample).
+    Empty without veRL."""
     try:
         import numpy as np
         import torch
         from omegaconf import OmegaConf
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers
         from transformers import PreTrainedTokenizerFast
+        from verifiers.rl_adapters import verl as verl_adapter
         from verifiers.rl_adapters.verl_manager import VerifiersRewardManager
         from verl import DataProto
+        from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
+        from verl.trainer.ppo.reward import _call_with_kwargs
     except ImportError:
-        return None
+        return {}
     vocab = {"<pad>": 0, "</s>": 1}
     for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
         vocab.setdefault(ch, len(vocab))
@@ -206,8 +218,11 @@ def _verl_manager_case(
         }
     )
     manager = loop.run_until_complete(_make_manager(VerifiersRewardManager, config, tokenizer))
+    # veRL's own manager, with the function veRL's loader would hand it (reward_kwargs merged)
+    naive_fn = functools.partial(_call_with_kwargs, verl_adapter.compute_score, verl_kwargs)
+    naive = loop.run_until_complete(_make_manager(NaiveRewardManager, config, tokenizer, naive_fn))
 
-    def run() -> Any:
+    def run(manager: Any) -> Any:
         data = DataProto.from_dict(
             tensors={
                 "prompts": torch.zeros((len(ids), 1), dtype=torch.long),
@@ -230,11 +245,14 @@ def _verl_manager_case(
 
         return loop.run_until_complete(batch())
 
-    return run
+    return {
+        "veRL VerifiersRewardManager (256 run_single)": lambda: run(manager),
+        "(veRL NaiveRewardManager + compute_score, 256 run_single)": lambda: run(naive),
+    }
 
 
-async def _make_manager(cls: Any, config: Any, tokenizer: Any) -> Any:
-    return cls(config, tokenizer, None)
+async def _make_manager(cls: Any, config: Any, tokenizer: Any, fn: Any = None) -> Any:
+    return cls(config, tokenizer, fn)
 
 
 def adapter_overhead(
@@ -278,6 +296,15 @@ def adapter_overhead(
     queries = [p + " " + c for p, c in zip(prompts, completions, strict=True)]
     tasks = _fresh(base_tasks, 0)
     infos: list[dict[str, Any]] = [{"task": t} for t in tasks]
+    base_truths = [str(json.loads(t).get("reference")) for t in base_tasks]
+    truths = _fresh(base_truths, 0)
+
+    def engine_from_truths() -> Any:
+        items = [
+            {"completion": c, "task": {"verifier": verifier, "reference": g}}
+            for c, g in zip(completions, truths, strict=True)
+        ]
+        return loop.run_until_complete(engine.score(items))
 
     def engine_from_json() -> Any:
         items = [
@@ -300,14 +327,18 @@ def adapter_overhead(
         ),
         "OpenRLHF reward_func (file mode)": lambda: orlhf(queries, prompts, tasks),
     }
-    verl_manager = _verl_manager_case(completions, lambda: infos, sandbox, loop)
-    if verl_manager is not None:
-        cases["veRL VerifiersRewardManager (256 run_single)"] = verl_manager
+    cases.update(_verl_manager_cases(completions, lambda: infos, sandbox, loop, verl_kwargs))
     if verifier != "code.tests":  # one call per sample: how veRL's naive manager calls it
         cases["veRL compute_score (256 calls)"] = lambda: [
             verl.compute_score("bench", c, None, i, **verl_kwargs)
             for c, i in zip(completions, infos, strict=True)
         ]
+        # the usual veRL dataset shape: the answer in ground_truth, the verifier in kwargs
+        cases["veRL compute_score, ground_truth column (256 calls)"] = lambda: [
+            verl.compute_score("bench", c, g, None, verifier=verifier, **verl_kwargs)
+            for c, g in zip(completions, truths, strict=True)
+        ]
+        cases["(engine.score + task dict per row from ground_truth)"] = engine_from_truths
     if baseline is not None:  # the same calls through the other version, same rounds
         old_scorer = baseline["_scorer"].Scorer(settings, machine_concurrency=None)
         old_trl = baseline["trl"].TRLRewards(asynchronous=False, scorer=old_scorer)
@@ -345,9 +376,10 @@ def adapter_overhead(
     cases["(Scorer thread round trip, no work)"] = lambda: scorer.run(noop())
 
     def fresh(call: int) -> None:
-        nonlocal tasks, infos
+        nonlocal tasks, infos, truths
         tasks = _fresh(base_tasks, call)
         infos = [{"task": t} for t in tasks]
+        truths = _fresh(base_truths, call)
 
     samples, cpu = _round_robin(cases, repeats, fresh)
     loop.run_until_complete(engine.aclose())
@@ -356,12 +388,19 @@ def adapter_overhead(
         close()
     base = statistics.median(samples["engine.score (direct)"])
     cpu_base = statistics.median(cpu["engine.score (direct)"])
-    columns_base = statistics.median(samples["(engine.score + json.loads per row)"])
-    columns_cpu = statistics.median(cpu["(engine.score + json.loads per row)"])
     out: list[dict[str, Any]] = []
     for name, values in samples.items():
         median = statistics.median(values)
         cpu_median = statistics.median(cpu[name])
+        # "the engine fed the same trainer columns": the JSON task column, or for the
+        # ground_truth rows the task dict built per row from that column
+        peer = (
+            "(engine.score + task dict per row from ground_truth)"
+            if "ground_truth" in name
+            else "(engine.score + json.loads per row)"
+        )
+        columns_base = statistics.median(samples[peer])
+        columns_cpu = statistics.median(cpu[peer])
         row = {
             "bench": "adapter_overhead",
             "verifier": verifier,
@@ -388,6 +427,10 @@ def adapter_overhead(
             "cpu_min_s": round(min(cpu[name]), 6),
             "cpu_min_ratio": round(min(cpu[name]) / min(cpu["engine.score (direct)"]), 3),
         }
+        naive = "(veRL NaiveRewardManager + compute_score, 256 run_single)"
+        if name.startswith("veRL VerifiersRewardManager") and naive in cpu:
+            # the fair peer: veRL's own manager on the same DataProto batch
+            row["cpu_ratio_vs_naive_manager"] = round(cpu_median / statistics.median(cpu[naive]), 3)
         print(json.dumps(row), flush=True)
         out.append(row)
     return out
@@ -440,13 +483,20 @@ def adapter_work(
         def ds_work(m: dict[str, ModuleType] = mods) -> Any:
             ds = m["deepspeed"].DeepSpeedReward.__new__(m["deepspeed"].DeepSpeedReward)
             ds.defaults = m["_rows"].TaskDefaults()
-            ds.items(prompts, completions, tasks)
+            ds.items(prompts, completions, tasks=tasks)
             values = [m["_rows"].result_reward(r) for r in results]
             return [math.nan if v is None else v for v in values], [v is not None for v in values]
 
         def verl_work(m: dict[str, ModuleType] = mods) -> Any:
             mod = m["verl"]
             infos = [{"task": t} for t in tasks]
+            if hasattr(mod, "_config"):  # one config per distinct kwargs (issue 21)
+                config = mod._config(verl_kwargs)
+                [
+                    config.rows.item("bench", c, None, i)
+                    for c, i in zip(completions, infos, strict=True)
+                ]
+                return [config.score_dict(r) for r in results]
             if hasattr(mod, "_Rows"):
                 r = mod._Rows(verl_kwargs)
                 [r.item("bench", c, None, i) for c, i in zip(completions, infos, strict=True)]
@@ -616,39 +666,56 @@ def server_throughput(duration: float, batch: int) -> list[dict[str, Any]]:
     return out
 
 
+_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--repeats", {"type": int, "default": 15}),
+    ("--duration", {"type": float, "default": 5.0}),
+    ("--batch", {"type": int, "default": 16}),
+    (
+        "--groups",
+        {
+            "default": "1,8",
+            "help": "completions per task string, comma-separated (1: all distinct; 8: GRPO)",
+        },
+    ),
+    (
+        "--verifiers",
+        {
+            "default": "answer.numeric,answer.math",
+            "help": "inline/worker verifiers for the overhead part, comma-separated",
+        },
+    ),
+    (
+        "--baseline",
+        {
+            "metavar": "DIR",
+            "help": "also measure another version of rl_adapters (a directory of its .py files)",
+        },
+    ),
+    ("--skip-server", {"action": "store_true"}),
+    ("--skip-overhead", {"action": "store_true"}),
+    (
+        "--code-repeats",
+        {
+            "type": int,
+            "default": 0,
+            "help": "also measure code.tests (local sandbox) with this many repeats (~20 s each)",
+        },
+    ),
+    (
+        "--repeat-tasks",
+        {
+            "action": "store_true",
+            "help": "the same task strings on every call (the memo applies across calls)",
+        },
+    ),
+)
+"""The command line, one row per option."""
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--repeats", type=int, default=15)
-    p.add_argument("--duration", type=float, default=5.0)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument(
-        "--groups",
-        default="1,8",
-        help="completions per task string, comma-separated (1: all distinct; 8: GRPO-shaped)",
-    )
-    p.add_argument(
-        "--verifiers",
-        default="answer.numeric,answer.math",
-        help="inline/worker verifiers for the overhead part, comma-separated",
-    )
-    p.add_argument(
-        "--baseline",
-        metavar="DIR",
-        help="also measure another version of rl_adapters (a directory of its .py files)",
-    )
-    p.add_argument("--skip-server", action="store_true")
-    p.add_argument("--skip-overhead", action="store_true")
-    p.add_argument(
-        "--code-repeats",
-        type=int,
-        default=0,
-        help="also measure code.tests (local sandbox) with this many repeats (~20 s each here)",
-    )
-    p.add_argument(
-        "--repeat-tasks",
-        action="store_true",
-        help="the same task strings on every call (the memo applies across calls)",
-    )
+    for flag, options in _OPTIONS:
+        p.add_argument(flag, **options)
     args = p.parse_args(argv)
     global REPEAT_TASKS
     REPEAT_TASKS = args.repeat_tasks

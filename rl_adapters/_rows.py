@@ -18,7 +18,10 @@ veRL's per-sample calls see it again and again. A JSON task string is therefore 
 validated in one step into a :class:`~verifiers.Task` (pydantic's JSON parser), memoised per
 distinct string (a bounded LRU; strings over 64 KiB are parsed every time), and that one
 frozen ``Task`` is shared by every row built from the string, so the engine validates the
-task once per string instead of once per completion. Whenever that fast path does not apply
+task once per string instead of once per completion. A row that brings only a reference (veRL's
+``ground_truth`` under ``reward_kwargs.verifier``, a reference column) gets the same: one
+validated default task per exact reference (:data:`REFERENCES`, keyed by the reference's type
+and value and the defaults' content, never by position or a digest). Whenever that fast path does not apply
 as it stands (the string is not a valid task, or its reference must be filled in from a
 column), the row takes the plain dict path and is judged exactly as before. Rows built from
 the same string share nested values (``spec``, ``reference``): treat items as read-only, as
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -59,6 +62,9 @@ MISSING: Any = _Missing()
 class TaskDefaults:
     """What an adapter uses for rows that carry no ``task``/``verifier`` of their own.
 
+    Read-only once made (the adapters build it from their settings): the validated tasks of
+    :meth:`validated` are memoised under a key taken from these fields when it is made.
+
     Attributes:
         verifier: Registry name used when a row names none.
         spec: That verifier's settings.
@@ -68,6 +74,16 @@ class TaskDefaults:
     verifier: str | None = None
     spec: Mapping[str, Any] | None = None
     checks: list[dict[str, Any]] | None = field(default=None)
+    _key: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # The defaults' part of a REFERENCES key: their exact content as JSON (no ``default=``,
+        # so nothing is stringified into a look-alike), or None (not JSON: no memo).
+        try:
+            key = json.dumps([self.verifier, self.spec, self.checks], sort_keys=True)
+        except (TypeError, ValueError):
+            key = None
+        object.__setattr__(self, "_key", key)
 
     def task(self, reference: Any) -> dict[str, Any]:
         """The default task (as a dict) with ``reference`` filled in."""
@@ -84,6 +100,19 @@ class TaskDefaults:
         if self.checks:
             task["checks"] = self.checks
         return task
+
+    def validated(self, reference: str | int | float) -> Task | None:
+        """:meth:`task` of ``reference`` as a validated, shared :class:`~verifiers.Task`.
+
+        Memoised in :data:`REFERENCES` by the exact reference (its type and value: ``"3"``,
+        ``3``, ``3.0`` and ``True`` are four keys; two strings share a key only when they are
+        equal code point for code point) and these defaults' content. ``None`` when it does
+        not validate as it stands (or the defaults are not JSON): the caller then takes the
+        dict path, which reports the problem exactly as before.
+        """
+        if self._key is None:
+            return None
+        return REFERENCES.get((self._key, type(reference), reference), self)
 
 
 _PARSE_CACHE_ITEMS = 512
@@ -107,43 +136,68 @@ def parse_json(text: str | bytes) -> Any:
 
 
 class TaskMemo:
-    """Validated tasks by their JSON text: a bounded memo shared by every adapter of a process.
+    """Validated tasks by an exact key: a bounded memo shared by every adapter of a process.
 
-    The key is the whole string, so a hit is a string equal to one already validated: it can
-    never hand one row the task of another (two rows that differ in one character of their
-    task are two keys), and a column mutated between batches is simply new strings.
+    :data:`TASKS` keys a JSON task string by the whole string, :data:`REFERENCES` a default
+    task by ``(defaults, type of the reference, reference)``: a hit is a key equal to one
+    already validated, so it can never hand one row the task of another (two rows that
+    differ in one character of their task or reference are two keys), and a column mutated
+    between batches is simply new keys. Keys are never hashed into a digest that could
+    collide: the dict compares them in full.
 
     Two generations of plain dicts (a lookup is one or two ``dict.get``): new entries go to
     the young one; when it holds ``items // 2`` entries or ``chars // 2`` characters it
     becomes the old one and the previous old one is dropped; a hit in the old generation is
     copied to the young one. So at most ``items`` entries and ``chars`` characters are held,
-    and tasks in use survive. Strings over ``max_chars`` are validated every time, never kept.
+    and tasks in use survive. Keys over ``max_chars`` are validated every time, never kept.
+
+    Args:
+        items: Entries held at most.
+        chars: Characters of keys held at most.
+        max_chars: Longest key kept.
+        validate: The validated task of a key (``None``: not valid as it stands); the default
+            parses a JSON task string.
+        size: A key's size in characters (default ``len``).
     """
 
-    def __init__(self, items: int, chars: int, max_chars: int) -> None:
+    def __init__(
+        self,
+        items: int,
+        chars: int,
+        max_chars: int,
+        validate: Callable[[Any, Any], Task | None] | None = None,
+        size: Callable[[Any], int] = len,
+    ) -> None:
         self.items, self.chars, self.max_chars = items, chars, max_chars
-        self._young: dict[str | bytes, Task | None] = {}
-        self._old: dict[str | bytes, Task | None] = {}
+        self._validate = validate or _validate_task_json
+        self._size = size
+        self._young: dict[Any, Task | None] = {}
+        self._old: dict[Any, Task | None] = {}
         self._young_chars = 0
         self._lock = threading.Lock()
 
-    def get(self, text: str | bytes) -> Task | None:
-        """The validated task of ``text``, or ``None`` (not a valid task as it stands)."""
-        task = self._young.get(text, MISSING)
+    def get(self, key: Any, context: Any = None) -> Task | None:
+        """The validated task of ``key``, or ``None`` (not a valid task as it stands).
+
+        ``context`` is handed to ``validate`` on a miss (the :class:`TaskDefaults` whose
+        task it is); it is not part of the key, so the key must name all it depends on.
+        """
+        task = self._young.get(key, MISSING)
         if task is not MISSING:
             return task  # type: ignore[no-any-return]
-        task = self._old.get(text, MISSING)
+        task = self._old.get(key, MISSING)
         if task is MISSING:
-            task = _validate_task_json(text)
-        if len(text) <= self.max_chars:
+            task = self._validate(key, context)
+        size = self._size(key)
+        if size <= self.max_chars:
             with self._lock:
                 if (
                     len(self._young) >= self.items // 2
-                    or self._young_chars + len(text) > self.chars // 2
+                    or self._young_chars + size > self.chars // 2
                 ):
                     self._old, self._young, self._young_chars = self._young, {}, 0
-                self._young[text] = task
-                self._young_chars += len(text)
+                self._young[key] = task
+                self._young_chars += size
         return task  # type: ignore[no-any-return]
 
     def clear(self) -> None:
@@ -155,17 +209,42 @@ class TaskMemo:
         return len(self._young) + len(self._old)
 
 
+def _validate_task_json(text: str | bytes, _context: Any = None) -> Task | None:
+    try:
+        return Task.model_validate_json(text)
+    except ValidationError:
+        return None
+
+
+def _validate_default_task(key: tuple[str, type, Any], defaults: TaskDefaults) -> Task | None:
+    try:
+        return Task.model_validate(defaults.task(key[2]))
+    except (ValidationError, ValueError):
+        return None
+
+
+def _reference_size(key: tuple[str, type, Any]) -> int:
+    reference = key[2]
+    return len(key[0]) + (len(reference) if isinstance(reference, str) else 8)
+
+
 _TASK_MEMO_ITEMS = 8192
 _TASK_MEMO_CHARS = 32 * 1024 * 1024
 TASKS = TaskMemo(_TASK_MEMO_ITEMS, _TASK_MEMO_CHARS, _PARSE_CACHE_MAX_CHARS)
 """The process's task memo (8,192 strings, 32 Mi characters in all, 64 KiB each at most)."""
 
+REFERENCES = TaskMemo(
+    _TASK_MEMO_ITEMS,
+    _TASK_MEMO_CHARS,
+    _PARSE_CACHE_MAX_CHARS,
+    validate=_validate_default_task,
+    size=_reference_size,
+)
+"""Default tasks by ``(defaults, type(reference), reference)``: veRL's ``ground_truth`` column
+and the adapters' reference columns (same bounds as :data:`TASKS`)."""
 
-def _validate_task_json(text: str | bytes) -> Task | None:
-    try:
-        return Task.model_validate_json(text)
-    except ValidationError:
-        return None
+_MEMO_REFERENCE_TYPES = (str, int, float)
+"""References memoised as they stand (exact types only: a subclass may redefine equality)."""
 
 
 def task_from_json(text: str | bytes) -> Task | None:
@@ -241,16 +320,23 @@ def make_item(
     The dict is validated by the engine (once, like any input line); a row that fails that
     validation gets the engine's own ``bad_input`` result, so nothing here validates twice.
     Its ``task`` is a dict, or a shared, already validated :class:`~verifiers.Task` when the
-    row's task was a ``Task`` or a valid JSON task string (see the module docstring).
+    row's task was a ``Task`` or a valid JSON task string, or when the row gave only a plain
+    reference (``str``/``int``/``float``) for the adapter's defaults (see the module docstring).
     """
     row_id = None if id is None else str(id)
     built: Any = None
-    if verifier is MISSING and spec is MISSING and (reference is MISSING or reference is None):
+    if verifier is MISSING and spec is MISSING:
         # The hot path of every adapter (a JSON task column or an already validated Task,
-        # nothing to fill in): one memo lookup; anything else takes the general path below.
+        # nothing to fill in; or the default task of a plain reference): one memo lookup;
+        # anything else takes the general path below.
         # ``metadata`` is then not copied: the engine's validation copies it.
         kind = type(task)
-        built = TASKS.get(task) if kind is str else task if kind is Task else None
+        if reference is MISSING or reference is None:
+            built = TASKS.get(task) if kind is str else task if kind is Task else None
+        elif task is MISSING and type(reference) in _MEMO_REFERENCE_TYPES:
+            # veRL's ground truth (or a reference column) under the adapter's default
+            # verifier: one validated Task per exact reference, not a task dict per row.
+            built = defaults.validated(reference)
     if built is None:
         try:
             built = _build_task(

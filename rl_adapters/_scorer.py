@@ -12,12 +12,13 @@ ranks (or Ray workers) on one node must share one sandbox budget, not each take 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
 from verifiers._machine import MachineConcurrency, MachineSlots
 from verifiers._sync import SyncEngine
 from verifiers.engine import EngineSettings
 
-__all__ = ["MachineConcurrency", "Scorer"]
+__all__ = ["MachineConcurrency", "Scorer", "ScorerOwner"]
 
 
 class Scorer(SyncEngine):
@@ -53,3 +54,43 @@ class Scorer(SyncEngine):
     def slots(self) -> MachineSlots | None:
         """The machine-wide limiter in use (``None``: per-process limit only)."""
         return self.machine_slots
+
+
+class ScorerOwner:
+    """Mixin for an adapter that uses a given :class:`Scorer` or makes its own.
+
+    ``close()`` (and leaving a ``with`` block) closes the scorer only when this object made it:
+    a scorer passed in is shared, and its owner closes it.
+    """
+
+    scorer: Scorer
+    _owns_scorer: bool
+
+    def _use_scorer(
+        self,
+        scorer: Scorer | None,
+        settings: EngineSettings | None,
+        *,
+        base_dir: Path | str | None = None,
+        machine_concurrency: MachineConcurrency = "auto",
+        machine_key: str = "default",
+    ) -> None:
+        """Use ``scorer``, or make one from the rest (then owned: ``close`` closes it)."""
+        self._owns_scorer = scorer is None
+        self.scorer = scorer or Scorer(
+            settings,
+            base_dir=base_dir,
+            machine_concurrency=machine_concurrency,
+            machine_key=machine_key,
+        )
+
+    def close(self) -> None:
+        """Close the engine (worker processes, sandboxes) if this object made it."""
+        if self._owns_scorer:
+            self.scorer.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

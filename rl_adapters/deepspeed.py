@@ -28,19 +28,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from verifiers.engine import EngineSettings
 from verifiers.errors import MissingDependency
 from verifiers.types import Result
 
 from ._rows import MISSING, TaskDefaults, make_item, result_reward
-from ._scorer import MachineConcurrency, Scorer
+from ._scorer import MachineConcurrency, Scorer, ScorerOwner
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["DeepSpeedReward"]
+
+
+class Columns(TypedDict, total=False):
+    """Per-sample columns besides the responses (each as long as ``responses``)."""
+
+    tasks: Sequence[Any] | None
+    """Each sample's task (dict, JSON string or :class:`~verifiers.Task`)."""
+    references: Sequence[Any] | None
+    """Each sample's reference for the default verifier."""
 
 
 def _torch() -> Any:
@@ -51,7 +60,7 @@ def _torch() -> Any:
     return torch
 
 
-class DeepSpeedReward:
+class DeepSpeedReward(ScorerOwner):
     """``reward_fn(prompts, responses, tasks=None, references=None) -> (rewards, valid)``.
 
     Args:
@@ -92,32 +101,17 @@ class DeepSpeedReward:
         self.gather = (inputs == "replicated") if gather is None else gather
         self.fill = fill
         self.device = device
-        self._owns_scorer = scorer is None
-        self.scorer = scorer or Scorer(
-            settings, machine_concurrency=machine_concurrency, machine_key=machine_key
+        self._use_scorer(
+            scorer, settings, machine_concurrency=machine_concurrency, machine_key=machine_key
         )
         self.last_results: list[Result] = []
         """This rank's results from the last call (feedback, components, errors)."""
 
-    def close(self) -> None:
-        """Close the engine if this object made it."""
-        if self._owns_scorer:
-            self.scorer.close()
-
-    def __enter__(self) -> DeepSpeedReward:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def items(
-        self,
-        prompts: Sequence[Any] | None,
-        responses: Sequence[Any],
-        tasks: Sequence[Any] | None = None,
-        references: Sequence[Any] | None = None,
+        self, prompts: Sequence[Any] | None, responses: Sequence[Any], **columns: Unpack[Columns]
     ) -> list[dict[str, Any] | Result]:
         """Trajectories (or ready ``bad_input`` results) for the given samples."""
+        tasks, references = columns.get("tasks"), columns.get("references")
         return [
             make_item(
                 completion=responses[i],
@@ -134,9 +128,8 @@ class DeepSpeedReward:
         prompts: Sequence[Any] | None,
         responses: Sequence[Any],
         *,
-        tasks: Sequence[Any] | None = None,
-        references: Sequence[Any] | None = None,
         device: Any = None,
+        **columns: Unpack[Columns],
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Score, gather as configured, and return ``(rewards, valid)`` on ``device``.
 
@@ -144,6 +137,7 @@ class DeepSpeedReward:
             ValueError: ``prompts``/``tasks``/``references`` and ``responses`` differ in length.
         """
         torch = _torch()
+        tasks, references = columns.get("tasks"), columns.get("references")
         n = len(responses)
         for name, seq in (("prompts", prompts), ("tasks", tasks), ("references", references)):
             if seq is not None and len(seq) != n:
@@ -159,7 +153,9 @@ class DeepSpeedReward:
         def part(seq: Sequence[Any] | None) -> Sequence[Any] | None:
             return None if seq is None else seq[lo:hi]
 
-        items = self.items(part(prompts), responses[lo:hi], part(tasks), part(references))
+        items = self.items(
+            part(prompts), responses[lo:hi], tasks=part(tasks), references=part(references)
+        )
         results = self.scorer.score(items)
         self.last_results = results
         comm = self._comm_device(torch, distributed)

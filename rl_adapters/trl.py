@@ -48,7 +48,7 @@ from verifiers.engine import EngineSettings
 from verifiers.types import Result, Status
 
 from ._rows import MISSING, TaskDefaults, make_item, result_reward
-from ._scorer import MachineConcurrency, Scorer
+from ._scorer import MachineConcurrency, Scorer, ScorerOwner
 
 __all__ = ["TRLRewards"]
 
@@ -124,7 +124,7 @@ def _same(snapshot: Any, values: Any) -> bool:
     return snapshot is values or bool(snapshot == values)
 
 
-class TRLRewards:
+class TRLRewards(ScorerOwner):
     """Reward functions for TRL trainers, scoring through one long-lived engine.
 
     Args:
@@ -169,10 +169,10 @@ class TRLRewards:
         self.asynchronous = asynchronous
         self.reference_column = reference_column
         self.id_column = id_column
-        self._owns_scorer = scorer is None
         self._machine_concurrency: MachineConcurrency = machine_concurrency
         self._machine_key = machine_key
-        self.scorer = scorer or Scorer(
+        self._use_scorer(
+            scorer,
             settings,
             base_dir=base_dir,
             machine_concurrency=machine_concurrency,
@@ -187,19 +187,6 @@ class TRLRewards:
         """The reward functions to hand to ``reward_funcs=``."""
         self.weights: list[float] = [1.0] + [0.0] * len(self.components)
         """The matching ``GRPOConfig(reward_weights=...)``: only the main reward is optimised."""
-
-    # -- lifecycle ---------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the engine (worker processes, sandboxes) if this object made it."""
-        if self._owns_scorer:
-            self.scorer.close()
-
-    def __enter__(self) -> TRLRewards:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- building the functions ---------------------------------------------------------
 
@@ -250,8 +237,8 @@ class TRLRewards:
         self.id_column = state["id_column"]
         self._machine_concurrency = state["machine_concurrency"]
         self._machine_key = state["machine_key"]
-        self._owns_scorer = True
-        self.scorer = Scorer(
+        self._use_scorer(
+            None,
             state["settings"],
             base_dir=state["base_dir"],
             machine_concurrency=self._machine_concurrency,

@@ -63,24 +63,10 @@ _scorers_lock = threading.Lock()
 
 
 _SCORER_KEYS = _SETTING_KEYS | {"machine_concurrency", "machine_key"}
-_by_kwargs: dict[tuple[tuple[str, type, Any], ...], Scorer] = {}
 
 
 def _scorer(kwargs: Mapping[str, Any]) -> Scorer:
-    """One process-wide scorer per distinct engine configuration.
-
-    veRL's per-sample ``compute_score`` asks for it on every call with the same kwargs, so
-    the (hashable) kwargs that pick the scorer are memoised in front of the canonical JSON
-    key.
-    """
-    fast: tuple[tuple[str, type, Any], ...] | None
-    fast = tuple(sorted((k, type(v), v) for k, v in kwargs.items() if k in _SCORER_KEYS))
-    try:
-        scorer = _by_kwargs.get(fast)
-    except TypeError:  # an unhashable value: the canonical key only
-        scorer, fast = None, None
-    if scorer is not None:
-        return scorer
+    """One process-wide scorer per distinct engine configuration (canonical JSON key)."""
     overrides = {k: kwargs[k] for k in _SETTING_KEYS if k in kwargs}
     machine: MachineConcurrency = kwargs.get("machine_concurrency", "auto")
     machine_key = str(kwargs.get("machine_key", "default"))
@@ -94,18 +80,105 @@ def _scorer(kwargs: Mapping[str, Any]) -> Scorer:
                 machine_key=machine_key,
             )
             _scorers[key] = scorer
-        if fast is not None:
-            if len(_by_kwargs) >= 256:  # e.g. a NaN value never matches itself: stay bounded
-                _by_kwargs.clear()
-            _by_kwargs[fast] = scorer
         return scorer
 
 
-class _Rows:
-    """What every sample of one call shares: the reward kwargs, read once.
+class _Config:
+    """What one distinct set of reward kwargs decides, read once (see :func:`_config`).
 
-    ``compute_score_batch`` builds one for the whole batch, so the per-sample work is the
-    row itself (veRL passes the same kwargs to every sample).
+    veRL's naive/dapo managers call :func:`compute_score` once per sample with the same
+    ``reward_kwargs``: reading them per call (the invalid score, the component names, the
+    scorer, the row defaults) cost more than an inline verdict.
+    """
+
+    __slots__ = ("invalid", "names", "rows", "scorer")
+
+    def __init__(self, kwargs: Mapping[str, Any]) -> None:
+        self.invalid = _invalid(kwargs)  # a configuration that can only answer NaN: refused
+        self.names = _components(kwargs)
+        self.rows = _Rows(kwargs)
+        self.scorer = _scorer(kwargs)
+
+    def score_dict(self, result: Result) -> dict[str, float]:
+        return _score_dict(result, self.invalid, self.names)
+
+
+_configs: dict[tuple[Any, ...], _Config] = {}
+_CONFIGS_MAX = 256
+_KEY_NODES = 4096
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _KeyTooLarge(Exception):
+    pass
+
+
+def _frozen(value: Any, budget: list[int]) -> Any:
+    """``value`` as a hashable, exact key: types kept at every level (``1``, ``1.0`` and
+    ``True`` differ), containers by content (OmegaConf's included), at most ``_KEY_NODES``
+    nodes in all.
+
+    Raises:
+        TypeError: a value that is neither a container nor hashable.
+        _KeyTooLarge: more nodes than the budget.
+    """
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _KeyTooLarge
+    kind = type(value)
+    if kind in _SCALARS:
+        return (kind, value)
+    if isinstance(value, Mapping):
+        return (kind, tuple((_frozen(k, budget), _frozen(v, budget)) for k, v in value.items()))
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return (kind, tuple(_frozen(v, budget) for v in value))
+    hash(value)
+    return (kind, value)
+
+
+def _config(kwargs: Mapping[str, Any]) -> _Config:
+    """The :class:`_Config` of ``kwargs``, memoised by their exact content.
+
+    The key is every (name, value) with each value's type at every level, so two kwargs sets
+    share a config only when they are equal value for value and type for type; a value that
+    is neither a container nor hashable, or a key of more than ``_KEY_NODES`` nodes, is read
+    afresh on every call. At most ``_CONFIGS_MAX`` configs are kept. The model's output never
+    reaches the key (it arrives as ``solution_str``, apart from the kwargs).
+
+    Raises:
+        InvalidSettings: ``invalid_score`` unset or not finite, or bad ``components`` (on
+            every call: a refused config is never memoised).
+    """
+    key: tuple[Any, ...] | None
+    values = tuple(kwargs.values())
+    types = tuple(map(type, values))
+    try:
+        if _SCALARS.issuperset(types):  # the usual case, built without a Python-level loop
+            key = (tuple(kwargs), types, values)
+        else:
+            key = (tuple(kwargs), _frozen(values, [_KEY_NODES]))
+        config = _configs.get(key)
+    except (TypeError, _KeyTooLarge, RecursionError):
+        key, config = None, None
+    if config is None:
+        config = _Config(kwargs)
+        if key is not None:
+            with _scorers_lock:
+                if len(_configs) >= _CONFIGS_MAX:  # e.g. a NaN never matches itself
+                    _configs.clear()
+                _configs[key] = config
+    return config
+
+
+_ROWS_MEMO_MAX = 1024
+
+
+class _Rows:
+    """What every sample of one configuration shares: the reward kwargs, read once.
+
+    One per :class:`_Config` (and per manager), so the per-sample work is the row itself
+    (veRL passes the same kwargs to every sample). Its per-verifier defaults and per-source
+    metadata are kept for at most ``_ROWS_MEMO_MAX`` distinct values each.
     """
 
     def __init__(self, kwargs: Mapping[str, Any]) -> None:
@@ -125,6 +198,8 @@ class _Rows:
         except (KeyError, TypeError):  # TypeError: an unhashable verifier value
             defaults = TaskDefaults(verifier=verifier, spec=self.spec)
             try:
+                if len(self._defaults) >= _ROWS_MEMO_MAX:
+                    self._defaults.clear()
                 self._defaults[verifier] = defaults
             except TypeError:
                 pass
@@ -146,7 +221,8 @@ class _Rows:
             "verifier" in ground_truth or "checks" in ground_truth
         ):
             task, reference = dict(ground_truth), MISSING
-        if task is MISSING and self.defaults(data_source).verifier is None:
+        defaults = self.defaults(data_source)
+        if task is MISSING and defaults.verifier is None:
             # Which verifier judges a row is the dataset's and the config's choice, never the
             # model's: a row none of them names would be unjudged on every step.
             raise InvalidSettings(
@@ -162,6 +238,8 @@ class _Rows:
         source = str(data_source)
         metadata = self._metadata.get(source)
         if metadata is None:  # one per data source, shared by its rows (items are read-only)
+            if len(self._metadata) >= _ROWS_MEMO_MAX:
+                self._metadata.clear()
             metadata = self._metadata[source] = {"data_source": source}
         return make_item(
             completion=solution_str,
@@ -170,18 +248,8 @@ class _Rows:
             reference=reference,
             id=row_id,
             metadata=metadata,
-            defaults=self.defaults(data_source),
+            defaults=defaults,
         )
-
-
-def _item(
-    data_source: Any,
-    solution_str: str,
-    ground_truth: Any,
-    extra_info: Mapping[str, Any] | None,
-    kwargs: Mapping[str, Any],
-) -> dict[str, Any] | Result:
-    return _Rows(kwargs).item(data_source, solution_str, ground_truth, extra_info)
 
 
 def score_dict(result: Result, kwargs: Mapping[str, Any]) -> dict[str, float]:
@@ -221,12 +289,6 @@ def _components(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     return names
 
 
-def _score_dicts(results: Sequence[Result], kwargs: Mapping[str, Any]) -> list[dict[str, float]]:
-    """:func:`score_dict` for each result, reading ``kwargs`` once."""
-    invalid, names = _invalid(kwargs), _components(kwargs)
-    return [_score_dict(r, invalid, names) for r in results]
-
-
 def _score_dict(result: Result, invalid: float, names: Sequence[str]) -> dict[str, float]:
     reward = result_reward(result)
     out: dict[str, float] = {"score": invalid if reward is None else float(reward)}
@@ -255,10 +317,9 @@ def compute_score(
     Returns:
         ``{"score", **fixed_keys}``: the same keys for every sample (module docstring).
     """
-    _invalid(kwargs)  # a configuration that can only answer NaN fails on the first call
-    item = _item(data_source, solution_str, ground_truth, extra_info, kwargs)
-    result = _scorer(kwargs).score([item])[0]
-    return score_dict(result, kwargs)
+    config = _config(kwargs)  # a configuration that can only answer NaN fails on every call
+    item = config.rows.item(data_source, solution_str, ground_truth, extra_info)
+    return config.score_dict(config.scorer.score([item])[0])
 
 
 async def compute_score_async(
@@ -269,10 +330,9 @@ async def compute_score_async(
     **kwargs: Any,
 ) -> dict[str, float]:
     """:func:`compute_score` for veRL's async reward loop: awaits without blocking it."""
-    _invalid(kwargs)
-    item = _item(data_source, solution_str, ground_truth, extra_info, kwargs)
-    result = (await _scorer(kwargs).score_async([item]))[0]
-    return score_dict(result, kwargs)
+    config = _config(kwargs)
+    item = config.rows.item(data_source, solution_str, ground_truth, extra_info)
+    return config.score_dict((await config.scorer.score_async([item]))[0])
 
 
 def compute_score_batch(
@@ -287,13 +347,12 @@ def compute_score_batch(
     infos: Sequence[Mapping[str, Any] | None] = (
         [None] * len(solution_strs) if extra_infos is None else list(extra_infos)
     )
-    _invalid(kwargs)
-    rows = _Rows(kwargs)
+    config = _config(kwargs)
     items = [
-        rows.item(ds, sol, gt, info)
+        config.rows.item(ds, sol, gt, info)
         for ds, sol, gt, info in zip(data_sources, solution_strs, ground_truths, infos, strict=True)
     ]
-    return _score_dicts(_scorer(kwargs).score(items), kwargs)
+    return [config.score_dict(r) for r in config.scorer.score(items)]
 
 
 if __name__ != "verifiers.rl_adapters.verl":

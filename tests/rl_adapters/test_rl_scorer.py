@@ -9,7 +9,7 @@ import pytest
 import rl_helpers  # noqa: F401
 from verifiers.rl_adapters import Scorer, TaskDefaults, make_item, result_reward
 
-from verifiers import EngineSettings, Result
+from verifiers import EngineSettings, Result, Task
 
 ITEM = {"completion": "has 3", "task": {"verifier": "rltest.contains", "reference": "3"}}
 
@@ -52,10 +52,17 @@ def test_result_reward_and_make_item() -> None:
     assert result_reward(Result.errored("infra", "down")) is None
     defaults = TaskDefaults(verifier="rltest.contains", spec={"short_chars": 3})
     item = make_item(completion="c", reference="r", id=7, defaults=defaults)
+    # a plain reference under the defaults: one validated, memoised Task (REFERENCES)
     assert item == {
         "id": "7",
         "completion": "c",
-        "task": {"reference": "r", "verifier": "rltest.contains", "spec": {"short_chars": 3}},
+        "task": Task(reference="r", verifier="rltest.contains", spec={"short_chars": 3}),
+    }
+    assert make_item(completion="d", reference="r", defaults=defaults)["task"] is item["task"]
+    assert make_item(completion="c", reference=["r"], defaults=defaults)["task"] == {
+        "reference": ["r"],
+        "verifier": "rltest.contains",
+        "spec": {"short_chars": 3},
     }
     bad = make_item(completion="c", task="[1]", defaults=defaults)
     assert (

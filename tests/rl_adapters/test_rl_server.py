@@ -252,7 +252,12 @@ def test_graceful_shutdown_finishes_in_flight_work(tmp_path: Path) -> None:
 
         worker = threading.Thread(target=request)
         worker.start()
-        time.sleep(0.5)
+        # SIGTERM only once the server holds the item (its in-flight gauge says so): a fixed
+        # sleep raced the request's connect on a loaded machine (connection refused).
+        deadline = time.monotonic() + 60
+        while "verifiers_items_in_flight 1.0" not in httpx.get(f"{url}/metrics", timeout=30).text:
+            assert time.monotonic() < deadline and worker.is_alive(), "request never arrived"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
         worker.join(30)
         assert result["code"] == 200

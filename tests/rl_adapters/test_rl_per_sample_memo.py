@@ -1,0 +1,132 @@
+"""veRL's per-sample ``compute_score`` memoises what it reads, never another row's answer.
+
+veRL's naive/dapo managers call ``compute_score`` once per sample with the same
+``reward_kwargs``, so the adapter keeps one config per distinct kwargs (``verl._config``) and
+one validated default task per exact ground truth (``_rows.REFERENCES``). A memo keyed too
+loosely would score a completion against another row's answer (``True`` for ``1``, ``"3 "`` for
+``"3"``) or reuse a refused config. Every row of ``datasets/adapters/per_sample_memo.jsonl``
+runs through the per-sample path (forward, then reversed, with the memo warm), the batch path,
+and a plain engine fed task dicts with no memo at all: all three must agree, and nothing in a
+ground truth may raise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from verifiers.rl_adapters import verl
+from verifiers.rl_adapters._extra import extra_keys
+from verifiers.rl_adapters._rows import REFERENCES, TaskDefaults, make_item
+
+import verifiers
+from verifiers.errors import InvalidSettings
+
+CORPUS = Path(__file__).parents[2] / "datasets" / "adapters" / "per_sample_memo.jsonl"
+ROWS = [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
+VERIFIER = "answer.numeric"
+KWARGS = {
+    "sandbox": "none",
+    "workers": 1,
+    "machine_concurrency": None,
+    "invalid_score": -1.0,
+    "verifier": VERIFIER,
+}
+
+
+def _truth(row: dict[str, Any]) -> Any:
+    value = row["ground_truth"]
+    return value + " " * row["pad_spaces"] if "pad_spaces" in row else value
+
+
+def _oracle(items: list[dict[str, Any]], invalid: float) -> list[float]:
+    """What a fresh engine says about plain task dicts (no adapter, no memo)."""
+    return [
+        invalid if r.status in ("error", "skipped") else float(r.reward)  # type: ignore[arg-type]
+        for r in verifiers.score(items)
+    ]
+
+
+def _task(truth: Any, spec: Any = None, verifier: Any = VERIFIER) -> dict[str, Any]:
+    if isinstance(truth, dict) and "verifier" in truth:
+        return dict(truth)
+    return {"verifier": verifier, "spec": spec, "reference": truth}
+
+
+def test_ground_truths_never_share_a_task() -> None:
+    rows = [r for r in ROWS if r["kind"] == "ground_truth"]
+    assert len(rows) >= 20
+    truths = [_truth(r) for r in rows]
+    completions = [r["completion"] for r in rows]
+    want = _oracle(
+        [{"completion": c, "task": _task(t)} for c, t in zip(completions, truths, strict=True)],
+        -1.0,
+    )
+    assert want[:3] == [1.0, 1.0, 1.0] and 0.0 in want  # the corpus can tell answers apart
+
+    def per_sample(order: range) -> list[float]:
+        out = [0.0] * len(rows)
+        for i in order:
+            out[i] = verl.compute_score("d", completions[i], truths[i], None, **KWARGS)["score"]
+        return out
+
+    assert per_sample(range(len(rows))) == want
+    assert per_sample(range(len(rows) - 1, -1, -1)) == want  # memo warm, other order
+    batch = verl.compute_score_batch(["d"] * len(rows), completions, truths, None, **KWARGS)
+    assert [d["score"] for d in batch] == want
+    # keys are exact: the 70k-character reference was validated but never kept
+    assert not any(isinstance(k[2], str) and len(k[2]) > 65_536 for k in REFERENCES._young)
+    assert len(REFERENCES) <= REFERENCES.items
+
+
+def test_non_finite_ground_truths_never_raise() -> None:
+    (row,) = [r for r in ROWS if r["kind"] == "nonfinite"]
+    values = [float(v) for v in row["values"]]
+    want = _oracle([{"completion": row["completion"], "task": _task(v)} for v in values], -1.0)
+    for _ in range(2):
+        got = [
+            verl.compute_score("d", row["completion"], v, None, **KWARGS)["score"] for v in values
+        ]
+        assert got == want and all(math.isfinite(g) for g in got)
+
+
+def test_reward_kwargs_are_never_confused() -> None:
+    """Each kwargs set behaves as itself, whatever configs the memo already holds."""
+    rows = [r for r in ROWS if r["kind"] == "kwargs"]
+    assert len(rows) >= 8
+    for row in rows:
+        kwargs = {**KWARGS, **row["kwargs"]}
+        for name in row.get("as_tuple", ()):
+            kwargs[name] = tuple(kwargs[name])
+        args = ("d", row["completion"], row["ground_truth"], row.get("extra_info"))
+        for _ in range(2):  # the second call meets its own memo entry (or none, if refused)
+            if "raises" in row:
+                with pytest.raises((InvalidSettings, ValueError), match=row["raises"]):
+                    verl.compute_score(*args, **kwargs)
+                continue
+            got = verl.compute_score(*args, **kwargs)
+            task = (row.get("extra_info") or {}).get("task")
+            item_task = task if task is not None else _task(row["ground_truth"], kwargs.get("spec"))
+            invalid = float(kwargs["invalid_score"])
+            want = _oracle([{"completion": row["completion"], "task": item_task}], invalid)
+            assert got["score"] == want[0], row["why"]
+            assert list(got) == ["score", *extra_keys(tuple(kwargs.get("components") or ()))]
+
+
+def test_one_config_and_one_task_per_distinct_input() -> None:
+    """The memo is used: equal kwargs give the same config, an equal reference the same Task."""
+    first = verl._config(dict(KWARGS))
+    assert verl._config(dict(KWARGS)) is first
+    assert verl._config({**KWARGS, "invalid_score": -1}) is not first  # -1 vs -1.0: two keys
+    defaults = TaskDefaults(verifier=VERIFIER)
+    a = make_item(completion="x", reference="7", defaults=defaults)
+    b = make_item(completion="y", reference="7", defaults=defaults)
+    c = make_item(completion="y", reference=7, defaults=defaults)
+    assert isinstance(a, dict) and isinstance(b, dict) and isinstance(c, dict)
+    d = make_item(completion="y", reference=7.0, defaults=defaults)
+    assert isinstance(d, dict)
+    assert a["task"] is b["task"] and c["task"] is not a["task"]
+    assert d["task"] is not c["task"] and d["task"].reference == 7.0  # 7 == 7.0: typed keys
