@@ -1,0 +1,162 @@
+"""Machine load is never the model's score: the wall backstop tells starved from slow.
+
+A job's budget is CPU time (``RLIMIT_CPU``), which load does not move; the wall-clock deadline
+is only the backstop for jobs that sleep or block. When it fires, the runner decides whether
+the machine starved the job (little CPU, long run delay, the CPUs busy with others, its own
+priority untouched): then ``ExecResult.starved`` is set and the engine turns the item's
+``fail`` into ``error/infra`` (retried, then an abstain). Everything a job can do by itself
+(sleep, block, stop, spin on many threads, fork, yield, burst, nice itself, SCHED_IDLE, its
+autogroup) stays the model's ``fail``.
+
+The corpus (``datasets/sandbox/deadline_attacks.jsonl``) holds each attack with its verdict on
+a quiet machine (``quiet``) and under real load (``under_load``: CPU hogs outside the job, one
+session each so that autogroup scheduling weighs them as the separate programs they are).
+Each condition is one engine run over the rows (concurrency 1: concurrent rows would load
+each other), through a verifier that scores a timed-out job 0 as every domain does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifiers import Result, Spec, Trajectory, Verifier, VerifierContext, register
+from verifiers.engine import Engine, EngineSettings
+
+CORPUS = Path(__file__).resolve().parents[2] / "datasets" / "sandbox" / "deadline_attacks.jsonl"
+ROWS: list[dict[str, Any]] = [json.loads(x) for x in CORPUS.read_text().splitlines() if x]
+BACKSTOP_S = 0.8
+"""The rows' wall backstop: short, since every row runs into it."""
+CPU_S = 0.4
+"""The rows' CPU budget. A spinning row uses it up (its fail) within the runner's starvation
+grace of 4 x the backstop unless the machine leaves it under 1/8 of a CPU."""
+
+HOG = r"""
+import os, sys, time
+stop = time.monotonic() + float(sys.argv[2])  # never outlives the test, whatever happens
+for _ in range(int(sys.argv[1])):
+    if os.fork() == 0:
+        os.setsid()  # a session (autogroup) of its own, as separate programs have
+        while time.monotonic() < stop:
+            pass
+        os._exit(0)
+print("ready", flush=True)
+while time.monotonic() < stop:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+"""
+
+
+class ProbeSpec(Spec):
+    program: str
+
+
+@register("test.deadline_probe")
+class DeadlineProbe(Verifier[ProbeSpec]):
+    """Runs the row's program; a timeout is the model's 0, as in every domain."""
+
+    Spec = ProbeSpec
+    cacheable = False
+
+    async def verify(self, trajectory: Trajectory, spec: ProbeSpec, ctx: VerifierContext) -> Result:
+        async with ctx.sandbox("python", timeout_s=BACKSTOP_S, cpu_s=CPU_S, pids=64) as sb:
+            run = await sb.exec(["python3", "-c", spec.program])
+        if run.timed_out:
+            return Result.failed("timed out", details={"starvation": run.starvation})
+        return Result.scored(1.0 if run.returncode == 0 else 0.0)
+
+
+def _score(provider: Any, condition: str, retries: int) -> dict[str, tuple[str, Any]]:
+    rows = [
+        {
+            "id": r["id"],
+            "completion": "",
+            "task": {"verifier": "test.deadline_probe", "spec": {"program": r["program"]}},
+        }
+        for r in ROWS
+        if r[condition] is not None
+    ]
+
+    async def main() -> list[Result]:
+        try:
+            settings = EngineSettings(
+                concurrency=1, retries=retries, retry_backoff_s=0.05, timeout_s=30.0, cache=False
+            )
+            async with Engine(settings, sandboxes=provider) as engine:
+                return await engine.score(rows)
+        finally:
+            await provider.close()
+
+    return {
+        r.id: (r.status, r.error.kind if r.error else r.details.get("starvation"))
+        for r in asyncio.run(main())
+    }
+
+
+def _expected(condition: str) -> dict[str, str]:
+    verdicts = {"fail": "fail", "starved": "error"}
+    return {r["id"]: verdicts[r[condition]] for r in ROWS if r[condition] is not None}
+
+
+@pytest.fixture()
+def cpu_hogs() -> Iterator[None]:
+    """Eight spinning processes per CPU, outside the job, each in its own session."""
+    count = 8 * len(os.sched_getaffinity(0))
+    hog = subprocess.Popen(
+        [sys.executable, "-c", HOG, str(count), "60"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert hog.stdout is not None and hog.stdout.readline() == b"ready\n"
+        time.sleep(0.2)
+        yield
+    finally:
+        for pid in _descendants(hog.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        hog.kill()
+        hog.wait()
+        hog.stdout.close()
+
+
+def _descendants(parent: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                if int(handle.read().rsplit(")", 1)[1].split()[1]) == parent:
+                    found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_jobs_own_doings_stay_its_fail(new_provider: Any) -> None:
+    # This machine is shared, and load from outside the test is real load: a spinning row
+    # it starves is rightly retried (as the engine retries every starved fail). An attack
+    # that made itself look starved would look so on every try.
+    verdicts = _score(new_provider(pool_size=1), "quiet", retries=2)
+    assert {k: v[0] for k, v in verdicts.items()} == _expected("quiet"), verdicts
+
+
+def test_a_starved_job_abstains_and_a_self_inflicted_wait_does_not(
+    new_provider: Any, cpu_hogs: None
+) -> None:
+    verdicts = _score(new_provider(pool_size=1), "under_load", retries=0)
+    assert {k: v[0] for k, v in verdicts.items()} == _expected("under_load"), verdicts
+    assert all(v[1] == "infra" for v in verdicts.values() if v[0] == "error"), verdicts
