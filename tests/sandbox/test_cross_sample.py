@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_helpers import score_rows
 
 from verifiers.engine import Engine, EngineSettings
 from verifiers.types import Result
@@ -25,16 +26,7 @@ ROWS: list[dict[str, Any]] = [json.loads(x) for x in CORPUS.read_text().splitlin
 
 
 def _score(new_provider: Any, rows: list[dict[str, Any]]) -> list[Result]:
-    async def main() -> list[Result]:
-        provider = new_provider(pool_size=1)
-        try:
-            settings = EngineSettings(concurrency=1, retries=0, timeout_s=120)
-            async with Engine(settings, sandboxes=provider) as engine:
-                return await engine.score(rows)
-        finally:
-            await provider.close()
-
-    return asyncio.run(main())
+    return score_rows(new_provider(pool_size=1), rows)
 
 
 def test_corpus_covers_every_family() -> None:

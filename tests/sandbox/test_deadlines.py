@@ -8,14 +8,11 @@ deadline cover the verifier's declared budget, and warns once that it did.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 import pytest
-
-from verifiers.engine import Engine, EngineSettings
-from verifiers.types import Result
+from sandbox_helpers import score_rows
 
 SPEC = {
     "language": "python",
@@ -48,17 +45,8 @@ ROWS = [
 def test_a_slow_model_is_judged_not_cut_off(
     new_provider: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def main() -> list[Result]:
-        provider = new_provider(pool_size=1)
-        try:
-            settings = EngineSettings(concurrency=1, retries=0, timeout_s=1.0)
-            async with Engine(settings, sandboxes=provider) as engine:
-                return await engine.score(ROWS)
-        finally:
-            await provider.close()
-
     with caplog.at_level(logging.WARNING, logger="verifiers.engine"):
-        results = asyncio.run(main())
+        results = score_rows(new_provider(pool_size=1), ROWS, timeout_s=1.0)
     verdicts = {r.id: (r.status, r.reward) for r in results}
     assert verdicts == {
         "slow-wrong": ("fail", 0.0),

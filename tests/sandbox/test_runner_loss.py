@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_helpers import score_rows
 
 from verifiers.engine import Engine, EngineSettings
 from verifiers.errors import InfraError
@@ -148,16 +149,7 @@ def test_attacks_on_the_runner_stay_the_jobs_fail(new_provider: Any) -> None:
     a time on two runners (their waits overlap; each attack still has a runner to itself),
     then an honest row on the same pool."""
 
-    async def main() -> list[Result]:
-        provider = new_provider(pool_size=2)
-        try:
-            settings = EngineSettings(concurrency=2, retries=0, timeout_s=120)
-            async with Engine(settings, sandboxes=provider) as engine:
-                return await engine.score(ROWS)
-        finally:
-            await provider.close()
-
-    results = asyncio.run(main())
+    results = score_rows(new_provider(pool_size=2), ROWS, concurrency=2)
     got = {str(r.id): (r.status, r.reward) for r in results}
     want = {
         r["id"]: (r["metadata"]["expect"]["status"], r["metadata"]["expect"]["reward"])
