@@ -17,7 +17,6 @@ each other), through a verifier that scores a timed-out job 0 as every domain do
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -29,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_helpers import score_rows
 
 from verifiers import Result, Spec, Trajectory, Verifier, VerifierContext, register
-from verifiers.engine import Engine, EngineSettings
 
 CORPUS = Path(__file__).resolve().parents[2] / "datasets" / "sandbox" / "deadline_attacks.jsonl"
 ROWS: list[dict[str, Any]] = [json.loads(x) for x in CORPUS.read_text().splitlines() if x]
@@ -89,19 +88,9 @@ def _score(provider: Any, condition: str, retries: int) -> dict[str, tuple[str, 
         if r[condition] is not None
     ]
 
-    async def main() -> list[Result]:
-        try:
-            settings = EngineSettings(
-                concurrency=1, retries=retries, retry_backoff_s=0.05, timeout_s=30.0, cache=False
-            )
-            async with Engine(settings, sandboxes=provider) as engine:
-                return await engine.score(rows)
-        finally:
-            await provider.close()
-
+    results = score_rows(provider, rows, retries=retries, retry_backoff_s=0.05, cache=False)
     return {
-        r.id: (r.status, r.error.kind if r.error else r.details.get("starvation"))
-        for r in asyncio.run(main())
+        r.id: (r.status, r.error.kind if r.error else r.details.get("starvation")) for r in results
     }
 
 
@@ -160,3 +149,36 @@ def test_a_starved_job_abstains_and_a_self_inflicted_wait_does_not(
     verdicts = _score(new_provider(pool_size=1), "under_load", retries=0)
     assert {k: v[0] for k, v in verdicts.items()} == _expected("under_load"), verdicts
     assert all(v[1] == "infra" for v in verdicts.values() if v[0] == "error"), verdicts
+
+
+def test_the_engine_never_lets_a_fail_stand_on_a_starved_job() -> None:
+    """The one place every verifier goes through: a ``fail`` on a starved job is retried as
+    ``infra`` and then abstains, with ``wall-starved`` in its resources (what ``/metrics``
+    counts); the same timeout without starvation stays the model's ``fail``."""
+    from verifiers.sandbox import ExecResult, FakeProvider
+
+    evidence = {"wall_s": 4.0, "cpu_s": 0.1, "run_delay_s": 3.5, "others_cpu_s": 7.5, "cpus": 2}
+
+    def handler(call: Any) -> ExecResult:
+        starved = "starve" in call.argv[-1]
+        return ExecResult(
+            returncode=-9, timed_out=True, starved=starved, starvation=evidence if starved else None
+        )
+
+    def row(name: str) -> dict[str, Any]:
+        spec = {"program": name}
+        return {
+            "id": name,
+            "completion": "",
+            "task": {"verifier": "test.deadline_probe", "spec": spec},
+        }
+
+    provider = FakeProvider(handler)
+    results = score_rows(provider, [row("starve"), row("spin")], retries=1, retry_backoff_s=0.0)
+    starved, spun = results
+    assert starved.status == "error" and starved.error is not None
+    assert starved.error.kind == "infra" and starved.error.attempts == 2
+    assert "starved of CPU by machine load" in starved.error.message
+    assert starved.details["resources"]["limit_hit"] == ["wall-starved"]
+    assert spun.status == "fail" and spun.details["resources"]["limit_hit"] == ["timeout"]
+    assert len(provider.calls) == 3  # the starved row was tried twice
