@@ -1509,18 +1509,21 @@ class Runner:
     def _job_members(self, pid: int) -> list[int]:
         """The processes of the running job whose main process is ``pid``: its cgroup's
         members, else every job-uid process (root runner or private PID namespace), else
-        its session (``setsid`` made ``pid`` the session id)."""
+        its session (``setsid`` made ``pid`` the session id). ``pid`` itself always: on a
+        starved machine the job's first process may not have run far enough to join its
+        cgroup or take the job uid."""
         if self.job_cgroup:
-            return _cg_members(self.job_cgroup[0])
-        if (self.is_root and self.job_uid != 0) or self.private_pids:
-            return self._job_pids()
-        found = []
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                fields = _stat_fields(f"/proc/{name}/stat")
-                if len(fields) > 3 and fields[3] == str(pid):
-                    found.append(int(name))
-        return found or [pid]
+            found = _cg_members(self.job_cgroup[0])
+        elif (self.is_root and self.job_uid != 0) or self.private_pids:
+            found = self._job_pids()
+        else:
+            found = []
+            for name in os.listdir("/proc"):
+                if name.isdigit():
+                    fields = _stat_fields(f"/proc/{name}/stat")
+                    if len(fields) > 3 and fields[3] == str(pid):
+                        found.append(int(name))
+        return sorted(set(found) | {pid})
 
     def _job_pids(self) -> list[int]:
         """Processes that belong to jobs: the job uid (root runner) or anything but us."""
