@@ -22,7 +22,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +59,22 @@ while time.monotonic() < stop:
 
 class ProbeSpec(Spec):
     program: str
+    cpu_s: float = CPU_S
+    load: bool = False
+    """Run the program with the CPU hogs running (they are stopped at all other times, so
+    runners restart at full speed between rows)."""
+
+
+HOGS: list[int] = []
+"""The pids of the running test's CPU hogs (see :func:`cpu_hogs`)."""
+
+
+def _signal_hogs(sig: signal.Signals) -> None:
+    for pid in HOGS:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
 
 
 @register("test.deadline_probe")
@@ -70,8 +85,15 @@ class DeadlineProbe(Verifier[ProbeSpec]):
     cacheable = False
 
     async def verify(self, trajectory: Trajectory, spec: ProbeSpec, ctx: VerifierContext) -> Result:
-        async with ctx.sandbox("python", timeout_s=BACKSTOP_S, cpu_s=CPU_S, pids=64) as sb:
-            run = await sb.exec(["python3", "-c", spec.program])
+        async with ctx.sandbox("python", timeout_s=BACKSTOP_S, cpu_s=spec.cpu_s, pids=64) as sb:
+            assert not spec.load or HOGS, "a row under load needs the cpu_hogs fixture"
+            if spec.load:
+                _signal_hogs(signal.SIGCONT)
+            try:
+                run = await sb.exec(["python3", "-c", spec.program])
+            finally:
+                if spec.load:
+                    _signal_hogs(signal.SIGSTOP)
         if run.timed_out:
             return Result.failed("timed out", details={"starvation": run.starvation})
         return Result.scored(1.0 if run.returncode == 0 else 0.0)
@@ -82,7 +104,14 @@ def _score(provider: Any, condition: str, retries: int) -> dict[str, tuple[str, 
         {
             "id": r["id"],
             "completion": "",
-            "task": {"verifier": "test.deadline_probe", "spec": {"program": r["program"]}},
+            "task": {
+                "verifier": "test.deadline_probe",
+                "spec": {
+                    "program": r["program"],
+                    "cpu_s": r["cpu_s"] or CPU_S,
+                    "load": condition == "under_load",
+                },
+            },
         }
         for r in ROWS
         if r[condition] is not None
@@ -95,24 +124,35 @@ def _score(provider: Any, condition: str, retries: int) -> dict[str, tuple[str, 
 
 
 def _expected(condition: str) -> dict[str, str]:
-    verdicts = {"fail": "fail", "starved": "error"}
-    return {r["id"]: verdicts[r[condition]] for r in ROWS if r[condition] is not None}
+    return {r["id"]: r[condition] for r in ROWS if r[condition] is not None}
+
+
+def _verdict(status: str, detail: Any) -> str:
+    """``fail``; ``starved`` for an infra abstain or a pass (a slow honest job that the
+    runner's grace let finish: the other way load must never become a fail)."""
+    if status == "pass" or (status == "error" and detail == "infra"):
+        return "starved"
+    return status
 
 
 @pytest.fixture()
 def cpu_hogs() -> Iterator[None]:
-    """Eight spinning processes per CPU, outside the job, each in its own session."""
+    """Eight spinning processes per CPU, outside the job, each in its own session; stopped
+    until a row under load runs (:class:`DeadlineProbe` continues them for its job only)."""
     count = 8 * len(os.sched_getaffinity(0))
     hog = subprocess.Popen(
-        [sys.executable, "-c", HOG, str(count), "60"],
+        [sys.executable, "-c", HOG, str(count), "120"],
         stdout=subprocess.PIPE,
         start_new_session=True,
     )
     try:
         assert hog.stdout is not None and hog.stdout.readline() == b"ready\n"
-        time.sleep(0.2)
+        HOGS[:] = _descendants(hog.pid)
+        assert len(HOGS) == count
+        _signal_hogs(signal.SIGSTOP)
         yield
     finally:
+        HOGS.clear()
         for pid in _descendants(hog.pid):
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -140,15 +180,14 @@ def test_a_jobs_own_doings_stay_its_fail(new_provider: Any) -> None:
     # it starves is rightly retried (as the engine retries every starved fail). An attack
     # that made itself look starved would look so on every try.
     verdicts = _score(new_provider(pool_size=1), "quiet", retries=2)
-    assert {k: v[0] for k, v in verdicts.items()} == _expected("quiet"), verdicts
+    assert {k: _verdict(*v) for k, v in verdicts.items()} == _expected("quiet"), verdicts
 
 
 def test_a_starved_job_abstains_and_a_self_inflicted_wait_does_not(
     new_provider: Any, cpu_hogs: None
 ) -> None:
     verdicts = _score(new_provider(pool_size=1), "under_load", retries=0)
-    assert {k: v[0] for k, v in verdicts.items()} == _expected("under_load"), verdicts
-    assert all(v[1] == "infra" for v in verdicts.values() if v[0] == "error"), verdicts
+    assert {k: _verdict(*v) for k, v in verdicts.items()} == _expected("under_load"), verdicts
 
 
 def test_the_engine_never_lets_a_fail_stand_on_a_starved_job() -> None:
