@@ -255,7 +255,8 @@ class ToolReply:
 
 def command_text(out: ExecResult) -> str:
     """A command's result as the model reads it: exit code, then the tails of both streams."""
-    head = f"exit code: {out.returncode}" + (" (timed out)" if out.timed_out else "")
+    why = " (starved of CPU by machine load)" if out.starved else " (timed out)"
+    head = f"exit code: {out.returncode}" + (why if out.timed_out else "")
     return (
         f"{head}\nstdout:\n{out.text()[-OUTPUT_CHARS:]}"
         f"\nstderr:\n{out.text('stderr')[-OUTPUT_CHARS:]}"

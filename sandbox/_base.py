@@ -32,7 +32,9 @@ class Limits(BaseModel):
     memory_mb: int = Field(default=512, gt=0)
     """Address-space / cgroup memory limit of the job."""
     cpu_s: float | None = None
-    """CPU-time limit (RLIMIT_CPU); defaults to ``timeout_s`` + 1."""
+    """CPU-time limit (RLIMIT_CPU); defaults to ``timeout_s`` + 1. This is the model's budget:
+    load does not move it. ``timeout_s`` is the wall backstop; when it fires on a job the
+    machine starved, the result is ``starved`` (an abstain), not the model's timeout."""
     pids: int = Field(default=64, gt=0)
     """Maximum processes/threads of the job."""
     output_bytes: int = Field(default=1 << 20, gt=0)
@@ -53,7 +55,7 @@ class ExecResult(BaseModel):
     truncated: bool = False
     """Output went past ``Limits.output_bytes`` and was cut."""
     timed_out: bool = False
-    """The job was killed at ``Limits.timeout_s``."""
+    """The job was killed at ``Limits.timeout_s`` (wall) or by its CPU budget (``cpu_s``)."""
     oom_killed: bool = False
     """The job was killed for exceeding ``Limits.memory_mb``."""
     duration_s: float = 0.0
@@ -61,6 +63,13 @@ class ExecResult(BaseModel):
     """User + system CPU seconds of the job and its children."""
     peak_memory_mb: float = 0.0
     """Peak resident memory of the job (max over its processes, as rusage reports)."""
+    starved: bool = False
+    """The job ran into its wall-clock backstop because the *machine* starved it of CPU
+    (runnable but waiting while others used the CPUs), not through anything it did: its
+    outcome is no score (see docs/sandbox.md, "Deadlines"). Implies ``timed_out``."""
+    starvation: dict[str, float | int | bool] | None = None
+    """The evidence behind ``starved`` when the wall backstop fired: ``wall_s``, ``cpu_s``,
+    ``run_delay_s``, ``others_cpu_s``, ``cpus``, ``lowered_priority`` (None otherwise)."""
 
     @property
     def ok(self) -> bool:

@@ -29,7 +29,16 @@ from typing import Any
 from verifiers.errors import BadInput, InfraError, SandboxUnavailable
 
 from ._base import Command, ExecResult, Limits, Sandbox
-from ._runner import HEADER, MAX_FRAME, PROTOCOL_VERSION, b64, decode_body, encode_frame, unb64
+from ._runner import (
+    HEADER,
+    MAX_FRAME,
+    PROTOCOL_VERSION,
+    STARVE_GRACE,
+    b64,
+    decode_body,
+    encode_frame,
+    unb64,
+)
 from ._settings import SandboxSettings
 
 __all__ = ["Channel", "RunnerHandle", "RunnerLost", "RunnerPool", "RunnerSandbox"]
@@ -223,6 +232,21 @@ class RunnerHandle(ABC):
         The base class has no evidence to read: None.
         """
         return None
+
+
+_STARVATION_KEYS = ("wall_s", "cpu_s", "run_delay_s", "others_cpu_s", "cpus", "lowered_priority")
+
+
+def _starvation(raw: Any) -> dict[str, float | int | bool] | None:
+    """The runner's starvation evidence, known keys and plain numbers only (None if absent)."""
+    if not isinstance(raw, dict):
+        return None
+    kept: dict[str, float | int | bool] = {}
+    for key in _STARVATION_KEYS:
+        value = raw.get(key)
+        if isinstance(value, bool | int | float):
+            kept[key] = value
+    return kept
 
 
 def _limits_payload(limits: Limits) -> dict[str, Any]:
@@ -449,7 +473,8 @@ class RunnerSandbox(Sandbox):
         if stdin:
             request["stdin"] = b64(stdin)
         started = time.monotonic()
-        host_timeout = budget + self._settings.host_grace_s + lim.output_bytes / 50e6
+        # A starved job may run on up to STARVE_GRACE times its timeout (the runner decides).
+        host_timeout = budget * STARVE_GRACE + self._settings.host_grace_s + lim.output_bytes / 50e6
         try:
             reply = await self._request(request, host_timeout)
         except RunnerLost as exc:
@@ -470,6 +495,8 @@ class RunnerSandbox(Sandbox):
             duration_s=float(reply["duration_s"]),
             cpu_s=float(reply["cpu_s"]),
             peak_memory_mb=float(reply["peak_memory_mb"]),
+            starved=bool(reply.get("starved", False)),
+            starvation=_starvation(reply.get("starvation")),
         )
         if result.timed_out or result.oom_killed or int(reply.get("leftover", 0)):
             self._tainted = "timeout/oom/leftover processes"

@@ -327,6 +327,146 @@ def _cg_members(path: str) -> list[int]:
         return []
 
 
+# -- starvation: why a job ran into its wall-clock backstop -----------------------------------
+#
+# A job's budget is CPU time (RLIMIT_CPU), which machine load does not move; the wall-clock
+# deadline is a backstop for jobs that sleep or block. When the backstop fires, the runner asks
+# whether the machine starved the job (the model's score must never depend on the load) or the
+# job spent its time as it chose (sleeping, blocking, spinning: the model's ``fail``). Starved
+# means ALL of:
+#
+# * the job got little CPU: less than STARVE_CPU_SHARE of one CPU over its wall time;
+# * it wanted more: its live threads waited runnable (``schedstat`` run_delay) for at least
+#   STARVE_DELAY_SHARE of the wall time, summed;
+# * someone else had the CPUs: the busy time of the job's CPUs (``/proc/stat``) minus the job's
+#   own CPU is at least STARVE_OTHERS_SHARE of their capacity. A job's own threads compete
+#   with each other (64 spinning threads, a fork bomb, bursts of threads that wake together):
+#   that raises run_delay but also its CPU, and never the others' share, so it is not starved;
+# * it has not used its CPU budget (``cpu_s``, else its timeout): that is the model's timeout;
+# * no live thread of the job lowered its own priority (nice above the runner's, SCHED_BATCH,
+#   SCHED_IDLE) nor its session's (``/proc/<pid>/autogroup`` nice): a job that made itself
+#   lose to everything else chose its own wait.
+
+STARVE_CPU_SHARE = 0.25
+STARVE_DELAY_SHARE = 0.5
+STARVE_OTHERS_SHARE = 0.5
+STARVE_GRACE = 4.0
+"""A job found starved at its wall deadline runs on, re-checked every quarter of its
+timeout, until it is no longer starved (then it is killed as usual), has used its CPU budget
+(the model's timeout), finishes, or reaches STARVE_GRACE times its timeout: only then is it
+reported ``starved``. So a slow honest job on a loaded machine can still pass, and a spinning
+one burns its CPU budget and fails, instead of both abstaining."""
+_CLK_TCK = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+_SCHED_OTHER = 0
+
+
+def _cpu_busy(cpus: set[int]) -> float:
+    """Seconds the CPUs in ``cpus`` spent busy (not idle or iowait) since boot."""
+    total = 0
+    try:
+        with open("/proc/stat") as handle:
+            for line in handle:
+                if not line.startswith("cpu") or line.startswith("cpu "):
+                    continue
+                parts = line.split()
+                try:
+                    index = int(parts[0][3:])
+                except ValueError:
+                    continue
+                if index in cpus and len(parts) >= 9:
+                    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, parts[1:9])
+                    total += user + nice + system + irq + softirq + steal
+    except (OSError, ValueError):
+        return 0.0
+    return total / _CLK_TCK
+
+
+def _stat_fields(path: str) -> list[str]:
+    """The fields of a ``/proc/.../stat`` file after the command name (field 3 is index 0)."""
+    try:
+        with open(path) as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _autogroup_nice(pid: int) -> int:
+    """The nice value of ``pid``'s autogroup (``/proc/<pid>/autogroup``: ``/autogroup-N nice
+    K``); a process may raise it for its whole session, which weighs the session down as one."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as handle:
+            return int(handle.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class CpuWindow:
+    """What the machine's CPUs had done when a job started, to compare at its deadline."""
+
+    def __init__(self, timeout: float, budget: float) -> None:
+        self.budget = budget
+        """The job's CPU seconds: used up, it is the model's timeout, never starved."""
+        self.step = max(0.05, timeout / 4)
+        try:
+            self.cpus = set(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            self.cpus = set(range(os.cpu_count() or 1))
+        # The job starts at the runner's own priority: only a thread below it lowered itself.
+        own = _stat_fields(f"/proc/{os.getpid()}/stat")
+        self.nice = int(own[16]) if len(own) > 38 else 0
+        self.policy = int(own[38]) if len(own) > 38 else _SCHED_OTHER
+        self.started = time.monotonic()
+        self.cap = self.started + STARVE_GRACE * timeout
+        """The last wall deadline of a starved job."""
+        self.busy = _cpu_busy(self.cpus)
+
+    def verdict(self, members: list[int]) -> dict[str, Any]:
+        """Whether the job made of processes ``members`` was starved, with the evidence."""
+        elapsed = max(1e-3, time.monotonic() - self.started)
+        busy = _cpu_busy(self.cpus) - self.busy
+        cpu = 0.0
+        delay = 0.0
+        lowered = False
+        for pid in members:
+            fields = _stat_fields(f"/proc/{pid}/stat")
+            if len(fields) > 14:
+                cpu += sum(int(v) for v in fields[11:15]) / _CLK_TCK  # utime..cstime
+            lowered = lowered or _autogroup_nice(pid) > 0
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                task = f"/proc/{pid}/task/{tid}"
+                fields = _stat_fields(f"{task}/stat")
+                if len(fields) > 38 and (
+                    int(fields[16]) > self.nice or int(fields[38]) != self.policy
+                ):
+                    lowered = True  # niced, or SCHED_BATCH / SCHED_IDLE (no RT for jobs)
+                try:
+                    with open(f"{task}/schedstat") as handle:
+                        delay += int(handle.read().split()[1]) / 1e9
+                except (OSError, ValueError, IndexError):
+                    pass
+        others = max(0.0, busy - cpu)
+        starved = (
+            not lowered
+            and cpu < self.budget
+            and cpu < STARVE_CPU_SHARE * elapsed
+            and delay >= STARVE_DELAY_SHARE * elapsed
+            and others >= STARVE_OTHERS_SHARE * len(self.cpus) * elapsed
+        )
+        return {
+            "starved": starved,
+            "wall_s": round(elapsed, 3),
+            "cpu_s": round(cpu, 3),
+            "run_delay_s": round(delay, 3),
+            "others_cpu_s": round(others, 3),
+            "cpus": len(self.cpus),
+            "lowered_priority": lowered,
+        }
+
+
 class Runner:
     """The job server. ``config`` is the host's first frame (see :func:`main`)."""
 
@@ -792,6 +932,8 @@ class Runner:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         started = time.monotonic()
+        cpu_budget = limits.get("cpu_s")
+        window = CpuWindow(timeout, float(cpu_budget) if cpu_budget is not None else timeout)
         fast = self.fast_python(argv, env)
         job = _Job(argv, env, cwd, limits, timeout, (in_r, out_w, err_w))
         pid = self._spawn_fast(fast, job) if fast else 0
@@ -809,7 +951,9 @@ class Runner:
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         deadline = started + timeout
-        result = self._supervise(pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, via)
+        result = self._supervise(
+            pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, via, window
+        )
         duration = time.monotonic() - started
         self.job_cgroup = []
         cgroup_oom, cgroup_left = self.release_job_cgroups(job_cgroups)
@@ -822,6 +966,8 @@ class Runner:
         else:
             returncode = -signal.SIGKILL
         timed_out = bool(result["timed_out"]) or returncode == -signal.SIGXCPU
+        # Only the wall backstop asks why: a job killed by its CPU budget (SIGXCPU) had it all.
+        starvation = result["starvation"] if result["timed_out"] else None
         oom_after = _oom_kills()
         oom = (oom_before >= 0 and oom_after > oom_before) or cgroup_oom
         stderr = result["stderr"]
@@ -842,6 +988,8 @@ class Runner:
             "cpu_s": (usage.ru_utime + usage.ru_stime) if usage is not None else 0.0,
             "peak_memory_mb": (usage.ru_maxrss / 1024.0) if usage is not None else 0.0,
             "leftover": result["leftover"],
+            "starved": bool(starvation and starvation["starved"]),
+            "starvation": starvation,
             "fast": fast is not None,
             "launched": launched,
         }
@@ -1194,9 +1342,12 @@ class Runner:
         deadline: float,
         cap: int,
         via: socket.socket | None = None,
+        window: CpuWindow | None = None,
     ) -> dict[str, Any]:
         """Collect the job's output until it is over; ``via``: the zygote's or launcher's
-        socket when that process forked the job (it reports the job's end), else None."""
+        socket when that process forked the job (it reports the job's end), else None.
+        ``window``: the CPUs' state at the job's start; at the wall deadline, before the
+        kill, it decides whether the job was starved (``starvation`` in the result)."""
         via_zygote = via is not None
         sel = selectors.DefaultSelector()
         buffers = {out_r: bytearray(), err_r: bytearray()}
@@ -1222,9 +1373,15 @@ class Runner:
         open_pipes = 2
         leftover = -1
         drain_until: float | None = None
+        starvation: dict[str, Any] | None = None
         while open_pipes or status is None:
             now = time.monotonic()
             if status is None and now >= deadline:
+                if window is not None:  # measured while the job is still there to measure
+                    starvation = window.verdict(self._job_members(pid))
+                    if starvation["starved"] and now < window.cap:
+                        deadline = min(window.cap, now + window.step)  # see STARVE_GRACE
+                        continue
                 timed_out = True
                 self._kill_group(pid)
                 status, usage = self._reap_fast(via) if via is not None else self._reap(pid)
@@ -1305,6 +1462,7 @@ class Runner:
             "truncated": truncated,
             "timed_out": timed_out,
             "leftover": leftover,
+            "starvation": starvation,
         }
 
     @staticmethod
@@ -1352,6 +1510,25 @@ class Runner:
             except (OSError, ValueError, IndexError):
                 break
         return seen
+
+    def _job_members(self, pid: int) -> list[int]:
+        """The processes of the running job whose main process is ``pid``: its cgroup's
+        members, else every job-uid process (root runner or private PID namespace), else
+        its session (``setsid`` made ``pid`` the session id). ``pid`` itself always: on a
+        starved machine the job's first process may not have run far enough to join its
+        cgroup or take the job uid."""
+        if self.job_cgroup:
+            found = _cg_members(self.job_cgroup[0])
+        elif (self.is_root and self.job_uid != 0) or self.private_pids:
+            found = self._job_pids()
+        else:
+            found = []
+            for name in os.listdir("/proc"):
+                if name.isdigit():
+                    fields = _stat_fields(f"/proc/{name}/stat")
+                    if len(fields) > 3 and fields[3] == str(pid):
+                        found.append(int(name))
+        return sorted(set(found) | {pid})
 
     def _job_pids(self) -> list[int]:
         """Processes that belong to jobs: the job uid (root runner) or anything but us."""

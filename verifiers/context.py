@@ -156,8 +156,9 @@ class VerifierContext:
         """Totals over the sandbox jobs of this item (None when it ran none).
 
         ``wall_s`` and ``cpu_s`` are sums, ``peak_memory_mb`` the largest job's peak,
-        ``limit_hit`` the limits jobs ran into (``memory``, ``output``, ``timeout``; empty
-        when none), ``runtimes`` the runtimes used.
+        ``limit_hit`` the limits jobs ran into (``memory``, ``output``, ``timeout``, and
+        ``wall-starved`` for a job the machine starved into its wall backstop, see
+        :meth:`starved`; empty when none), ``runtimes`` the runtimes used.
         """
         if not self._jobs:
             return None
@@ -165,7 +166,7 @@ class VerifierContext:
         for _, job in self._jobs:
             for limit, flag in (("timeout", "timed_out"), ("memory", "oom_killed")):
                 if getattr(job, flag, False):
-                    hit.add(limit)
+                    hit.add("wall-starved" if getattr(job, "starved", False) else limit)
             if getattr(job, "truncated", False):
                 hit.add("output")
         return {
@@ -178,6 +179,14 @@ class VerifierContext:
             "limit_hit": sorted(hit),
             "runtimes": sorted({image for image, _ in self._jobs}),
         }
+
+    def starved(self) -> list[Any]:
+        """The item's sandbox jobs the machine starved into their wall backstop.
+
+        ``ExecResult.starved``: their outcome says nothing about the model, so the engine
+        never lets a ``fail`` stand on them.
+        """
+        return [job for _, job in self._jobs if getattr(job, "starved", False)]
 
     def account(self, result: Result) -> Result:
         """``result`` with ``details["resources"]`` set when this item ran sandbox jobs."""

@@ -615,6 +615,8 @@ class Engine(AsyncContext):
                         f"verifier {verifier.name!r} returned {type(result).__name__}, not Result"
                     )
                 job.resources = ctx.resources()  # details["resources"] of its sandbox jobs
+                if result.status == "fail":
+                    _raise_if_starved(ctx)
                 return result
             except InfraError as exc:
                 if (
@@ -778,6 +780,30 @@ def validation_message(exc: ValidationError, limit: int = 3) -> str:
     if more > 0:
         parts.append(f"... and {more} more")
     return "; ".join(parts)
+
+
+def _raise_if_starved(ctx: VerifierContext) -> None:
+    """A ``fail`` that stands on a job the machine starved of CPU is no score.
+
+    Raises the ``InfraError`` that is retried and, when retries run out, becomes
+    ``error/infra``.
+
+    The job's budget is CPU time and the wall deadline only a backstop; the sandbox decides
+    at the backstop whether the job was starved (see docs/sandbox.md, "Deadlines"), so a job
+    that slept, blocked or spun on its own is never excused here.
+    """
+    starved = ctx.starved()
+    if not starved:
+        return
+    evidence = starved[0].starvation or {}
+    raise InfraError(
+        f"{len(starved)} sandbox job(s) ran out of wall time starved of CPU by machine load "
+        f"(got {evidence.get('cpu_s', '?')} CPU-s in {evidence.get('wall_s', '?')} s; others "
+        f"used {evidence.get('others_cpu_s', '?')} CPU-s of {evidence.get('cpus', '?')} CPUs): "
+        "not the model's score",
+        hint="the machine is overloaded: lower the engine's concurrency or the sandbox pool "
+        "size, or give the sandboxes more CPUs",
+    )
 
 
 def _error_result(exc: Exception, timeout_s: float) -> Result:

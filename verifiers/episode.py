@@ -333,7 +333,11 @@ class Episode(AsyncContext):
         self.wall_s += result.duration_s
         self.cpu_s += result.cpu_s
         self.output_bytes += len(result.stdout) + len(result.stderr)
-        if result.returncode == -9 and _LOST_MARK in result.stderr:
+        if result.starved:
+            # The machine, not the model, ran the command out of wall time (see
+            # docs/sandbox.md): the budgets no longer say anything; no score.
+            self.lost = "a command was starved of CPU by machine load; the episode ends unjudged"
+        elif result.returncode == -9 and _LOST_MARK in result.stderr:
             self.killed = "the last command took the sandbox down"
         elif self.wall_s >= self.settings.wall_s or (wall_binds and result.timed_out):
             self.exhausted = f"wall seconds ({self.settings.wall_s:g})"

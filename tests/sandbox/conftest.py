@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
+import sandbox_helpers
 from verifiers.sandbox import LocalProvider, SandboxSettings
 
-from verifiers.engine import Engine, EngineSettings
 from verifiers.types import Result
 
 T = TypeVar("T")
@@ -63,18 +63,14 @@ def run_with(backend: str) -> Iterator[Callable[..., Any]]:
 
 
 @pytest.fixture()
-def score_rows(run_with: Callable[..., Any]) -> Callable[..., list[Result]]:
+def score_rows(backend: str) -> Callable[..., list[Result]]:
     """``score_rows(rows, pool_size=1, **engine)``: the rows in one run of the real engine on a
     fresh provider of the test's backend (``pool_size`` runners, as many at once; no retries
-    unless ``engine`` says so: an abstain shows as ``error``)."""
+    unless ``engine`` says so: an abstain shows as ``error``). The run itself is
+    :func:`sandbox_helpers.score_rows`, which tests with a provider of their own call directly."""
 
     def score(rows: list[dict[str, Any]], *, pool_size: int = 1, **engine: Any) -> list[Result]:
-        settings = EngineSettings(**{"concurrency": pool_size, "retries": 0, **engine})
-
-        async def body(provider: Any) -> list[Result]:
-            async with Engine(settings, sandboxes=provider) as scorer:
-                return await scorer.score(rows)
-
-        return run_with(body, pool_size=pool_size)
+        provider = make_provider(backend, pool_size=pool_size)
+        return sandbox_helpers.score_rows(provider, rows, **{"concurrency": pool_size, **engine})
 
     return score

@@ -1,0 +1,223 @@
+"""Machine load is never the model's score: the wall backstop tells starved from slow.
+
+A job's budget is CPU time (``RLIMIT_CPU``), which load does not move; the wall-clock deadline
+is only the backstop for jobs that sleep or block. When it fires, the runner decides whether
+the machine starved the job (little CPU, long run delay, the CPUs busy with others, its own
+priority untouched): then ``ExecResult.starved`` is set and the engine turns the item's
+``fail`` into ``error/infra`` (retried, then an abstain). Everything a job can do by itself
+(sleep, block, stop, spin on many threads, fork, yield, burst, nice itself, SCHED_IDLE, its
+autogroup) stays the model's ``fail``.
+
+The corpus (``datasets/sandbox/deadline_attacks.jsonl``) holds each attack with its verdict on
+a quiet machine (``quiet``) and under real load (``under_load``: CPU hogs outside the job, one
+session each so that autogroup scheduling weighs them as the separate programs they are).
+Each condition is one engine run over the rows (concurrency 1: concurrent rows would load
+each other), through a verifier that scores a timed-out job 0 as every domain does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sandbox_helpers import score_rows
+
+from verifiers import Result, Spec, Trajectory, Verifier, VerifierContext, register
+
+CORPUS = Path(__file__).resolve().parents[2] / "datasets" / "sandbox" / "deadline_attacks.jsonl"
+ROWS: list[dict[str, Any]] = [json.loads(x) for x in CORPUS.read_text().splitlines() if x]
+BACKSTOP_S = 0.8
+"""The rows' wall backstop: short, since every row runs into it."""
+CPU_S = 0.4
+"""The rows' CPU budget. A spinning row uses it up (its fail) within the runner's starvation
+grace of 4 x the backstop unless the machine leaves it under 1/8 of a CPU."""
+
+HOG = r"""
+import os, sys, time
+stop = time.monotonic() + float(sys.argv[2])  # never outlives the test, whatever happens
+for _ in range(int(sys.argv[1])):
+    if os.fork() == 0:
+        os.setsid()  # a session (autogroup) of its own, as separate programs have
+        while time.monotonic() < stop:
+            pass
+        os._exit(0)
+print("ready", flush=True)
+while time.monotonic() < stop:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+"""
+
+
+class ProbeSpec(Spec):
+    program: str
+    cpu_s: float = CPU_S
+    load: bool = False
+    """Run the program with the CPU hogs running (they are stopped at all other times, so
+    runners restart at full speed between rows)."""
+
+
+HOGS: list[int] = []
+"""The pids of the running test's CPU hogs (see :func:`cpu_hogs`)."""
+
+
+def _signal_hogs(sig: signal.Signals) -> None:
+    for pid in HOGS:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+@register("test.deadline_probe")
+class DeadlineProbe(Verifier[ProbeSpec]):
+    """Runs the row's program; a timeout is the model's 0, as in every domain."""
+
+    Spec = ProbeSpec
+    cacheable = False
+
+    async def verify(self, trajectory: Trajectory, spec: ProbeSpec, ctx: VerifierContext) -> Result:
+        async with ctx.sandbox("python", timeout_s=BACKSTOP_S, cpu_s=spec.cpu_s, pids=64) as sb:
+            assert not spec.load or HOGS, "a row under load needs the cpu_hogs fixture"
+            if spec.load:
+                _signal_hogs(signal.SIGCONT)
+            try:
+                run = await sb.exec(["python3", "-c", spec.program])
+            finally:
+                if spec.load:
+                    _signal_hogs(signal.SIGSTOP)
+        if run.timed_out:
+            return Result.failed("timed out", details={"starvation": run.starvation})
+        return Result.scored(1.0 if run.returncode == 0 else 0.0)
+
+
+def _score(provider: Any, condition: str, retries: int) -> dict[str, tuple[str, Any]]:
+    rows = [
+        {
+            "id": r["id"],
+            "completion": "",
+            "task": {
+                "verifier": "test.deadline_probe",
+                "spec": {
+                    "program": r["program"],
+                    "cpu_s": r["cpu_s"] or CPU_S,
+                    "load": condition == "under_load",
+                },
+            },
+        }
+        for r in ROWS
+        if r[condition] is not None
+    ]
+
+    results = score_rows(provider, rows, retries=retries, retry_backoff_s=0.05, cache=False)
+    return {
+        r.id: (r.status, r.error.kind if r.error else r.details.get("starvation")) for r in results
+    }
+
+
+def _expected(condition: str) -> dict[str, str]:
+    return {r["id"]: r[condition] for r in ROWS if r[condition] is not None}
+
+
+def _verdict(status: str, detail: Any) -> str:
+    """``fail``; ``starved`` for an infra abstain or a pass (a slow honest job that the
+    runner's grace let finish: the other way load must never become a fail)."""
+    if status == "pass" or (status == "error" and detail == "infra"):
+        return "starved"
+    return status
+
+
+@pytest.fixture()
+def cpu_hogs() -> Iterator[None]:
+    """Eight spinning processes per CPU, outside the job, each in its own session; stopped
+    until a row under load runs (:class:`DeadlineProbe` continues them for its job only)."""
+    count = 8 * len(os.sched_getaffinity(0))
+    hog = subprocess.Popen(
+        [sys.executable, "-c", HOG, str(count), "120"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert hog.stdout is not None and hog.stdout.readline() == b"ready\n"
+        HOGS[:] = _descendants(hog.pid)
+        assert len(HOGS) == count
+        _signal_hogs(signal.SIGSTOP)
+        yield
+    finally:
+        HOGS.clear()
+        for pid in _descendants(hog.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        hog.kill()
+        hog.wait()
+        hog.stdout.close()
+
+
+def _descendants(parent: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                if int(handle.read().rsplit(")", 1)[1].split()[1]) == parent:
+                    found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_jobs_own_doings_stay_its_fail(new_provider: Any) -> None:
+    # This machine is shared, and load from outside the test is real load: a spinning row
+    # it starves is rightly retried (as the engine retries every starved fail). An attack
+    # that made itself look starved would look so on every try.
+    verdicts = _score(new_provider(pool_size=1), "quiet", retries=2)
+    assert {k: _verdict(*v) for k, v in verdicts.items()} == _expected("quiet"), verdicts
+
+
+def test_a_starved_job_abstains_and_a_self_inflicted_wait_does_not(
+    new_provider: Any, cpu_hogs: None
+) -> None:
+    verdicts = _score(new_provider(pool_size=1), "under_load", retries=0)
+    assert {k: _verdict(*v) for k, v in verdicts.items()} == _expected("under_load"), verdicts
+
+
+def test_the_engine_never_lets_a_fail_stand_on_a_starved_job() -> None:
+    """The one place every verifier goes through: a ``fail`` on a starved job is retried as
+    ``infra`` and then abstains, with ``wall-starved`` in its resources (what ``/metrics``
+    counts); the same timeout without starvation stays the model's ``fail``."""
+    from verifiers.sandbox import ExecResult, FakeProvider
+
+    evidence = {"wall_s": 4.0, "cpu_s": 0.1, "run_delay_s": 3.5, "others_cpu_s": 7.5, "cpus": 2}
+
+    def handler(call: Any) -> ExecResult:
+        starved = "starve" in call.argv[-1]
+        return ExecResult(
+            returncode=-9, timed_out=True, starved=starved, starvation=evidence if starved else None
+        )
+
+    def row(name: str) -> dict[str, Any]:
+        spec = {"program": name}
+        return {
+            "id": name,
+            "completion": "",
+            "task": {"verifier": "test.deadline_probe", "spec": spec},
+        }
+
+    provider = FakeProvider(handler)
+    results = score_rows(provider, [row("starve"), row("spin")], retries=1, retry_backoff_s=0.0)
+    starved, spun = results
+    assert starved.status == "error" and starved.error is not None
+    assert starved.error.kind == "infra" and starved.error.attempts == 2
+    assert "starved of CPU by machine load" in starved.error.message
+    assert starved.details["resources"]["limit_hit"] == ["wall-starved"]
+    assert spun.status == "fail" and spun.details["resources"]["limit_hit"] == ["timeout"]
+    assert len(provider.calls) == 3  # the starved row was tried twice
