@@ -3,7 +3,10 @@
 Every line of datasets/godot/corpus.jsonl, run through the fork server
 (``domains/godot/_forkbatch.py``: the runtime's GDNative library, ``_forkserver3.gd``,
 ``_forkdrive.py``) on each backend, gets exactly the verdict it gets through one engine per
-check (its ``metadata.expected``: status, reward, feedback). The attacks on the fork server
+check (its ``metadata.expected``: status, reward, feedback). The whole corpus runs on the local
+backend only: the verifier's own path does not use the fork server yet, so Docker runs the
+attacks and their probes, which are what differs there (the container's processes and /proc).
+The attacks on the fork server
 itself (datasets/godot/forkserver.jsonl) score 0 both ways, and in the fork server each is
 followed by an honest check that must still pass: the attack left nothing behind.
 """
@@ -50,7 +53,7 @@ def batched(backend: str) -> dict[str, Result]:
     attacks: list[dict[str, Any]] = []
     for attack in FORK.items():
         attacks += [attack, {**probe, "id": _after(str(attack["id"]))}]
-    corpus = CORPUS.items()
+    corpus = CORPUS.items() if backend == "local" else []
     # Several batches at once (the provider's runner pool): the corpus's endless rows wait
     # out their timeouts, so batches that wait side by side cost one wait, not the sum.
     # Each attack stays in one batch with the honest check after it.
@@ -99,7 +102,8 @@ BACKENDS = [
 ]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.bwrap
+@pytest.mark.parametrize("backend", ["local"])
 @pytest.mark.parametrize("item_id", CORPUS.ids())
 def test_fork_server_verdicts(backend: str, item_id: str) -> None:
     CORPUS.check(item_id, batched(backend)[item_id])
