@@ -139,7 +139,11 @@ def _typed(x: Any) -> Any:
 
 
 _INT_TOKEN = re.compile(r"[+-]?[0-9]+")
-_NUMBER_TOKEN = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NUMBER_TOKEN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+r"""A plain decimal number. Each digit run has one way to match: ``[0-9]+\.?[0-9]*`` let the
+two runs split a long digit string at every point, so a 16,000-digit token that is not a
+number (``"1" * 16000 + "x"``) took 5 s to refuse, quadratic, here in the host process where
+nothing has a deadline (1 MiB of program output would hold the engine's loop for hours)."""
 
 
 def compare_output(

@@ -21,6 +21,7 @@ __all__ = [
     "boxed_spans",
     "end_of_turn",
     "extract_answer",
+    "final_answer_after",
     "last_line",
     "strip_thinking",
     "unwrap_latex",
@@ -160,13 +161,20 @@ _OPEN_TAG = re.compile(r"<answer>", re.I)
 _CLOSE_TAG = re.compile(r"</answer>", re.I)
 
 
-def _answer_phrase_at(text: str, after: int) -> str | None:
-    """:func:`answer_phrase` read from the last "final answer" after position ``after``
-    (only that phrase: "let me check my answer: 3 gives 9" after a box is not a final one)."""
+def final_answer_after(text: str, after: int) -> str | None:
+    """The value of the last "final answer" phrase after position ``after`` (the end of the
+    last box), when it holds a value; else None.
+
+    "\\boxed{255} ... Final Answer: The final answer is $10,455$.": the later word is the
+    answer. Only that phrase counts ("let me check my answer: 3 gives 9" after a box is not a
+    final one), and only with a digit, ``$`` or a LaTeX command in it. Every answer verifier
+    reads ``auto`` through this, so one completion has one answer in all of them.
+    """
     at = text.lower().rfind("final answer", after)
     if at < 0:
         return None
-    return answer_phrase(text[at:])
+    phrase = answer_phrase(text[at:])
+    return phrase if phrase is not None and _VALUE_HINT.search(phrase) else None
 
 
 def answer_phrase(text: str) -> str | None:
@@ -304,10 +312,8 @@ def extract_answer(text: str, how: Extract, *, thinking: bool = True) -> tuple[s
             spans = boxed_spans(text)
             found = spans[-1][2].strip() if spans else None
             if spans and how == "auto":
-                # "\\boxed{255} ... Final Answer: The final answer is $10,455$.": a final
-                # answer phrase after the last box, with a value in it, is the later word.
-                phrase = _answer_phrase_at(text, spans[-1][1])
-                if phrase is not None and _VALUE_HINT.search(phrase):
+                phrase = final_answer_after(text, spans[-1][1])
+                if phrase is not None:
                     return phrase, "answer_phrase"
         elif place == "answer_phrase":
             found = answer_phrase(text)

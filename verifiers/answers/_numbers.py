@@ -116,6 +116,7 @@ number with 400 decimals would otherwise overflow ``10 ** decimals`` arithmetic.
 
 _DASHES = {"-", "--", "---", "nil", "n/a", "na", "none"}
 _DIGIT = re.compile(r"\d")
+_NONZERO_DIGIT = re.compile(r"[1-9]")
 # The shapes most cells take ("$1,234.5", "(1,234)", "12.5%", "-7"): read without the full
 # normalisation pipeline, which matters when a report's tables are parsed for the first time.
 _SIMPLE = re.compile(
@@ -175,7 +176,8 @@ def parse_figure(raw: object, *, dash_is_zero: bool = False) -> Figure | None:
         return None
     if isinstance(raw, Decimal):
         # 1e400 is a finite Decimal but float() makes it inf: refuse what floats cannot hold.
-        if not raw.is_finite() or not math.isfinite(float(raw)):
+        # 1e-400 is a non-zero Decimal that float() makes 0: as 1e400, refuse it.
+        if not raw.is_finite() or not math.isfinite(float(raw)) or (raw and not float(raw)):
             return None
         exponent = raw.as_tuple().exponent
         decimals = -exponent if isinstance(exponent, int) and exponent < 0 else 0
@@ -426,7 +428,9 @@ def _build(match: re.Match[str]) -> Number | None:
             value /= den
     except (ValueError, OverflowError):
         return None
-    if not math.isfinite(value):
+    if not math.isfinite(value) or (value == 0.0 and _NONZERO_DIGIT.search(num)):
+        # 1e9999 overflows and 1e-400 underflows: what a float cannot hold is no number,
+        # else "1e-400" (or 0.000...01 with 400 zeros) would pass a reference of exactly 0.
         return None
     sign = (match.group("sign1") or "").strip() + (match.group("sign2") or "")
     negative = sign.count("-") % 2 == 1

@@ -14,7 +14,15 @@ from ..registry import register
 from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote
-from ._locate import answer_phrase, answer_tag, boxed_all, last_line, strip_thinking
+from ._locate import (
+    answer_phrase,
+    answer_tag,
+    boxed_spans,
+    end_of_turn,
+    final_answer_after,
+    last_line,
+    strip_thinking,
+)
 from ._numbers import Number, find_numbers, one_reading, parse_number
 
 __all__ = ["NumericAnswer", "NumericSpec", "extract_number"]
@@ -70,7 +78,12 @@ _ALTERNATIVES = re.compile(
 
 
 def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
-    """The answer number in ``text`` and where it was found (see :class:`NumericSpec`)."""
+    """The answer number in ``text`` and where it was found (see :class:`NumericSpec`).
+
+    Read from the same places as every answer verifier (:mod:`._locate`): the turn ends at
+    a chat-template token, and in ``auto`` a "final answer" after the last box is the
+    answer."""
+    text = end_of_turn(text)
     if how == "full":
         return parse_number(text), "full"
     if how in ("last_number", "first_number"):
@@ -84,8 +97,11 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
         if place == "answer_tag":
             region = answer_tag(text)
         elif place == "boxed":
-            boxes = boxed_all(text)
-            region = boxes[-1] if boxes else None
+            spans = boxed_spans(text)
+            region = spans[-1][2] if spans else None
+            later = final_answer_after(text, spans[-1][1]) if spans and how == "auto" else None
+            if later is not None:
+                region, place = later, "answer_phrase"
         elif place == "answer_phrase":
             region = answer_phrase(text)
         elif place == "last_line":

@@ -9,6 +9,7 @@ data so new ones are one line each.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,21 @@ def test_value_rule(row: dict[str, Any]) -> None:
     assert got is row["equal"], row["why"]
 
 
+def _text(value: Any) -> str:
+    """A row's output: a string, or ``{"repeat", "times", "tail"}`` for a long one."""
+    if isinstance(value, str):
+        return value
+    return str(value["repeat"]) * int(value["times"]) + str(value.get("tail", ""))
+
+
 @pytest.mark.parametrize("row", TOKENS, ids=[r["id"] for r in TOKENS])
 def test_io_float_rule(row: dict[str, Any]) -> None:
-    got = compare_output(row["actual"], row["expected"], "float", rel_tol=1e-6, abs_tol=1e-9)
+    actual, expected = _text(row["actual"]), _text(row["expected"])
+    started = time.monotonic()
+    got = compare_output(actual, expected, "float", rel_tol=1e-6, abs_tol=1e-9)
+    took = time.monotonic() - started
     assert got is row["equal"], row["why"]
+    assert took < row.get("max_seconds", 5.0), (took, row["why"])
 
 
 def test_corpus_covers_each_rule() -> None:

@@ -10,6 +10,7 @@ work measured), ``control`` (honest answers that must keep passing).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,13 @@ def _completion(answer: Any) -> str:
     recipe = answer.get("recipe")
     if recipe is None:
         return "My work.\n```json\n" + json.dumps(answer) + "\n```"
+    if recipe == "padded_cite":
+        # An honest answer whose first citation's row label ends in ``size`` characters of
+        # ``pad`` (label normalisation must stay linear in it).
+        padded = json.loads(json.dumps(answer["answer"]))
+        first = next(iter(padded["operands"].values()))
+        first["cite"]["row"] += answer["pad"] * (int(answer["size"]) // len(answer["pad"])) + "x"
+        return "My work.\n```json\n" + json.dumps(padded) + "\n```"
     depth, size = int(answer["depth"]), int(answer["size"])
     blob = '"' + "x" * size + '"'
     if recipe == "nested":
@@ -83,8 +91,12 @@ def test_attack_gets_its_verdict(line: dict[str, Any], monkeypatch: pytest.Monke
     if "max_decoded_factor" in expected:
         monkeypatch.setattr(_answer, "_DECODER", _CountingDecoder(parse_float=_answer.Decimal))
         _CountingDecoder.read = 0
+    started = time.monotonic()
     [result] = verifiers.score([traj])
+    took = time.monotonic() - started
     assert result.status != "error", (result.error, result.feedback)
+    if "max_seconds" in expected:
+        assert took < expected["max_seconds"], took
     if "status" in expected:
         statuses = (
             expected["status"] if isinstance(expected["status"], list) else [expected["status"]]
