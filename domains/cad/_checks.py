@@ -87,6 +87,17 @@ def _valid(judge: dict[str, Any], spec: CadSpec) -> CheckOutcome:
     smallest = judge.get("min_solid_volume")
     if isinstance(smallest, float) and smallest <= 0:
         problems.append("a solid has zero or negative volume (inside out?)")
+    shared = judge.get("overlap_volume")
+    if isinstance(shared, float) and shared > 0:
+        # Volumes add per solid: overlapping solids would count shared material twice.
+        problems.append(
+            f"solids overlap ({shared:.4g} mm³ shared): fuse them into one solid or move them apart"
+        )
+    if judge.get("overlap_unchecked"):
+        problems.append(
+            f"{judge['overlap_unchecked']} pairs of solids with meeting bounding boxes could "
+            "not be checked for overlap: fuse the part or separate its solids"
+        )
     if problems:
         return CheckOutcome("valid", 0.0, True, "; ".join(problems))
     return CheckOutcome("valid", 1.0, True)

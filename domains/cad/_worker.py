@@ -177,6 +177,49 @@ def _holes(shape: Any, faces: list[Any], limit: int) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
+MAX_OVERLAP_PAIRS = 200
+"""Solid pairs whose boxes meet that the judge intersects at most (one boolean each)."""
+
+
+def _overlap(solids: list[Any], volumes: list[float]) -> tuple[float, int]:
+    """``(volume shared by solids, pairs left unchecked)``.
+
+    Volume is summed per solid, so two copies of one box in the same place measured as two
+    boxes' volume (a "two blocks" task passed with one block's material). Each pair whose
+    bounding boxes meet is intersected (``BRepAlgoAPI_Common``); touching faces share no
+    volume. Past :data:`MAX_OVERLAP_PAIRS` the rest is reported, not computed.
+    """
+    from OCP.Bnd import Bnd_Box
+    from OCP.BRepAlgoAPI import BRepAlgoAPI_Common
+    from OCP.BRepBndLib import BRepBndLib
+    from OCP.BRepGProp import BRepGProp
+    from OCP.GProp import GProp_GProps
+
+    boxes = []
+    for solid in solids:
+        box = Bnd_Box()
+        BRepBndLib.Add_s(solid, box)
+        boxes.append(box)
+    shared, left, done = 0.0, 0, 0
+    for i in range(len(solids)):
+        for j in range(i + 1, len(solids)):
+            if boxes[i].IsOut(boxes[j]):
+                continue
+            if done >= MAX_OVERLAP_PAIRS:
+                left += 1
+                continue
+            done += 1
+            common = BRepAlgoAPI_Common(solids[i], solids[j])
+            if not common.IsDone():
+                left += 1
+                continue
+            props = GProp_GProps()
+            BRepGProp.VolumeProperties_s(common.Shape(), props)
+            if props.Mass() > 1e-6 * min(volumes[i], volumes[j]):
+                shared += props.Mass()
+    return shared, left
+
+
 def judge(job: dict[str, Any]) -> dict[str, Any]:
     from OCP.Bnd import Bnd_Box
     from OCP.BRep import BRep_Builder, BRep_Tool
@@ -217,6 +260,8 @@ def judge(job: dict[str, Any]) -> dict[str, Any]:
         volumes.append(props.Mass())
     out["volume"] = sum(volumes)
     out["min_solid_volume"] = min(volumes) if volumes else None
+    if len(solids) > 1 and min(volumes) > 0:
+        out["overlap_volume"], out["overlap_unchecked"] = _overlap(solids, volumes)
     box = Bnd_Box()
     BRepBndLib.AddOptimal_s(shape, box, False, False)
     if box.IsVoid():

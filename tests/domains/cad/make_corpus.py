@@ -337,6 +337,34 @@ def rows() -> list[dict[str, Any]]:
             ["at most 100"],
         ),
         item(
+            "hack-coincident-solids",
+            "hack",
+            TWO_CQ.replace("translate((10, 0, 0))", "translate((-10, 0, 0))"),
+            {"solids": 2, "expect": {"volume": {"target": 2000}}},
+            "fail",
+            0.0,
+            ["solids overlap (1000 mm³ shared)"],
+        ),
+        item(
+            "hack-overlapping-solids",
+            "hack",
+            TWO_CQ.replace("translate((10, 0, 0))", "translate((-5, 0, 0))"),
+            {"solids": None, "expect": {"volume": {"target": 2000}}},
+            "fail",
+            0.0,
+            ["solids overlap (500 mm³ shared)"],
+        ),
+        item(
+            "cq-touching-solids",
+            "pass",
+            TWO_CQ.replace("translate((-10, 0, 0))", "translate((-5, 0, 0))").replace(
+                "translate((10, 0, 0))", "translate((5, 0, 0))"
+            ),
+            {"solids": 2, "expect": {"volume": {"target": 2000}}},
+            "pass",
+            1.0,
+        ),
+        item(
             "hack-write-outside",
             "hack",
             "import os\n"
