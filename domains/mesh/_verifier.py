@@ -172,7 +172,11 @@ class MeshConstraints(Verifier[MeshSpec]):
                         f"output.{ext} is larger than {settings.output_max_bytes} bytes",
                         {"script": log},
                     )
-                path = work / f"output.{ext}"
+                # Its own folder: trimesh resolves a file's references (OBJ materials, glTF
+                # buffers) inside the file's folder, and a base64 reference is written to
+                # ``work``. The output must not be able to name the reference as its data.
+                (work / "output").mkdir()
+                path = work / "output" / f"output.{ext}"
                 path.write_bytes(data)
                 return path, _file_type(path.name, spec.format)
         names = ", ".join(f"output.{e}" for e in settings.formats)

@@ -109,3 +109,70 @@ def test_overlap_sweep_picks_the_axis_and_caps_its_work(monkeypatch: pytest.Monk
     monkeypatch.setattr(_analyze, "MAX_BOX_PAIRS", 100)
     excess, count, problem = _analyze._overlap_volume(np, *_body_volumes(crossing))
     assert excess == 0.0 and count == 60 and "too many for the overlap check" in problem
+
+
+@pytest.mark.bwrap
+def test_a_script_output_cannot_name_the_reference_as_its_data() -> None:
+    """A base64 reference is written beside the fetched output on the host; trimesh reads a
+    glTF's buffers from the file's folder. An output whose buffer is ``ref-<hash>.ply`` (the
+    reference's vertices) passed the gate and the reference check; it now has its own folder."""
+    import base64
+    import hashlib
+    import struct
+
+    import trimesh
+
+    cube = trimesh.creation.box((10, 10, 10))
+    v = np.asarray(cube.vertices, dtype="<f4")
+    f = np.asarray(cube.faces, dtype="<u4")
+    header = (
+        f"ply\nformat binary_little_endian 1.0\nelement vertex {len(v)}\nproperty float x\n"
+        f"property float y\nproperty float z\nelement face {len(f)}\n"
+        "property list uchar int vertex_indices\nend_header\n"
+    ).encode()
+    ply = header + v.tobytes() + b"".join(struct.pack("<B3i", 3, *map(int, t)) for t in f)
+    indices = f.tobytes()
+    gltf = {
+        "asset": {"version": "2.0"},
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "accessors": [
+            {
+                "bufferView": 0,
+                "componentType": 5126,
+                "count": len(v),
+                "type": "VEC3",
+                "max": [5, 5, 5],
+                "min": [-5, -5, -5],
+            },
+            {"bufferView": 1, "componentType": 5125, "count": f.size, "type": "SCALAR"},
+        ],
+        "bufferViews": [
+            {"buffer": 0, "byteOffset": len(header), "byteLength": v.nbytes},
+            {"buffer": 1, "byteOffset": 0, "byteLength": len(indices)},
+        ],
+        "buffers": [
+            {"byteLength": len(ply), "uri": f"ref-{hashlib.sha256(ply).hexdigest()[:12]}.ply"},
+            {
+                "byteLength": len(indices),
+                "uri": "data:application/octet-stream;base64," + base64.b64encode(indices).decode(),
+            },
+        ],
+    }
+    script = f"open('output.gltf', 'w').write({json.dumps(gltf)!r})\n"
+    item = {
+        "id": "reference-as-buffer",
+        "completion": f"```python\n{script}```",
+        "task": {
+            "verifier": "mesh.constraints",
+            "spec": {"source": "script", "format": "gltf", "constraints": {}},
+            "reference": {
+                "mesh": {"base64": base64.b64encode(ply).decode(), "name": "ref.ply"},
+                "chamfer_max": 1.0,
+            },
+        },
+    }
+    [result] = verifiers.score([item], sandbox="local")
+    assert result.status == "fail" and result.reward == 0.0, (result.feedback, result.error)
+    assert "FileNotFoundError" in result.feedback, result.feedback
