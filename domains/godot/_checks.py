@@ -72,6 +72,9 @@ class RunReport:
     forked: bool = False
     """A forked child of the fork server ran it (else a fresh engine): shown in
     ``details.engine``, so a fork server that silently fell back everywhere is seen."""
+    profile: dict[str, float] = field(default_factory=dict)
+    """Where a forked check's time went (the driver's clock, ``details.engine.profile``):
+    its batch's server start and size, preparing its project, its child, collecting."""
 
 
 _THREAD_LOST = "Reference to a Thread object was lost while the thread is still running"
@@ -384,6 +387,7 @@ def evaluate(run: RunReport, spec: GodotSpec) -> Result:
             "seconds": round(run.seconds, 3),
             "cpu_s": round(run.cpu_s, 4),
             "forked": run.forked,
+            **({"profile": run.profile} if run.profile else {}),
         },
         "stderr_tail": run.stderr[-2000:],
     }

@@ -117,7 +117,8 @@ async def run_batch(
                 f"the godot fork server failed (exit {done.returncode}): "
                 + " | ".join(done.text("stderr").strip().splitlines()[-3:])
             ) from None
-    results = json.loads(raw.decode("utf-8"))
+    answer = json.loads(raw.decode("utf-8"))
+    results = answer["checks"]
     reports: list[RunReport | None] = []
     for job, result in zip(jobs, results, strict=True):
         if result.get("skipped"):
@@ -136,5 +137,13 @@ async def run_batch(
         left = {n: None if result[n] is None else str(result[n]).encode() for n in LEFT_FILES}
         report = await job.report(run, left, ctx)
         report.forked = True
+        prepare, child, collect = (round(float(x), 4) for x in result["phases_s"])
+        report.profile = {
+            "server_start_s": round(float(answer["server_s"]), 4),
+            "batch": len(jobs),
+            "prepare_s": prepare,
+            "child_s": child,
+            "collect_s": collect,
+        }
         reports.append(report)
     return reports

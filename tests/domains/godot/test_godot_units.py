@@ -260,11 +260,11 @@ def _queue_run(
 
 def test_checks_that_arrive_together_share_a_fork_server(monkeypatch: pytest.MonkeyPatch) -> None:
     reports, batches, ran_fresh = _queue_run(
-        monkeypatch, lambda tags, _: [_report(t, True) for t in tags], 11
+        monkeypatch, lambda tags, _: [_report(t, True) for t in tags], 19
     )
-    assert batches == [[str(i) for i in range(8)], ["8", "9", "10"]]
+    assert batches == [[str(i) for i in range(16)], ["16", "17", "18"]]
     assert ran_fresh == []
-    assert [r.stderr for r in reports] == [str(i) for i in range(11)]  # each its own report
+    assert [r.stderr for r in reports] == [str(i) for i in range(19)]  # each its own report
     assert all(r.forked for r in reports)
 
 
