@@ -259,6 +259,7 @@ def main() -> int:
     if os.environ.get("GODOT_FORK_SANDBOX") != "1":
         sys.stderr.write("forkdrive: runs only inside a sandbox job (GODOT_FORK_SANDBOX=1)\n")
         return 2
+    begun = time.monotonic()  # start_by counts from here: the host's count began earlier
     root = os.getcwd()
     work, out = os.path.join(root, "p"), os.path.join(root, "o")
     with open("_batch.json", encoding="utf-8") as handle:
@@ -281,7 +282,6 @@ def main() -> int:
     server_started = time.monotonic()
     server = _Server(work, out, int(batch["fps"]), 4 * int(batch["memory_mb"]))
     server_s = time.monotonic() - server_started
-    begun = time.monotonic()
     share = float(batch["starve_cpu_share"])
     for number, check in enumerate(batch["checks"]):
         if time.monotonic() - begun > float(check["start_by"]):

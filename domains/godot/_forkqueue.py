@@ -3,8 +3,8 @@
 Why: the engine's start (~0.10 s of CPU, no flag skips it) is ~97% of a check in a fresh
 engine, while a forked child of an initialised engine costs ~0.06 s (``_forkbatch.py``). A
 trainer scores a group of completions at once (the engine's ``concurrency``, 8 by default),
-so :func:`run_check` puts each check in a queue per sandbox provider and ``fps`` (one fork
-server serves one ``fps``), and a *leader* task runs whatever is waiting, up to
+so :func:`run_check` puts each check in a queue per sandbox provider, ``fps`` (one fork
+server serves one ``fps``) and ``timeout_s`` (``_QUEUES``), and a *leader* task runs whatever is waiting, up to
 ``_MAX_BATCH`` checks, through one fork-server job (:func:`~._forkbatch.run_batch`), at
 most ``_LEADERS`` such jobs at once. A check that arrives alone is a batch of one.
 
@@ -71,8 +71,12 @@ class _Queue:
     leaders: int = 0
 
 
-_QUEUES: dict[tuple[int, int, int], _Queue] = {}
-"""By (event loop, provider, fps): futures belong to one loop, a fork server to one fps."""
+_Key = tuple[int, int, int, float]
+_QUEUES: dict[_Key, _Queue] = {}
+"""By event loop (futures belong to one), provider, ``fps`` (a fork server serves one) and
+``timeout_s``: with one deadline ``T`` in a batch, a batch ends at most ``T`` after its last
+check's ``start_by``, so a check's result, or its turn to run fresh, comes within
+``queue_s + T`` of its arrival, whatever its neighbours do (``GodotScene.budget_s``)."""
 _TASKS: set[asyncio.Task[None]] = set()
 
 
@@ -90,7 +94,7 @@ async def run_check(
     if sandboxes is None:
         return await run_fresh(files, spec, ctx)  # raises SandboxUnavailable
     loop = asyncio.get_running_loop()
-    key = (id(loop), id(sandboxes), spec.fps)
+    key = (id(loop), id(sandboxes), spec.fps, spec.timeout_s)
     queue = _QUEUES.get(key)
     if queue is None:
         queue = _QUEUES[key] = _Queue(sandboxes, ctx, [])
@@ -107,7 +111,7 @@ async def run_check(
     return report
 
 
-async def _lead(key: tuple[int, int, int], queue: _Queue) -> None:
+async def _lead(key: _Key, queue: _Queue) -> None:
     """Run the queue's waiting checks in batches until none is left."""
     batch: list[_Waiting] = []
     try:

@@ -214,7 +214,11 @@ def _report(tag: str, forked: bool) -> RunReport:
 
 
 def _queue_run(
-    monkeypatch: pytest.MonkeyPatch, outcome: Any, checks: int, queue_s: float = 10.0
+    monkeypatch: pytest.MonkeyPatch,
+    outcome: Any,
+    checks: int,
+    queue_s: float = 10.0,
+    timeouts: list[float] | None = None,
 ) -> tuple[list[RunReport], list[list[str]], list[str]]:
     """``checks`` checks submitted together through ``run_check`` with ``run_batch`` faked
     by ``outcome(tags, start_by)`` (a list of reports/None, or it raises): the reports, the
@@ -238,7 +242,7 @@ def _queue_run(
 
     monkeypatch.setattr(_forkqueue, "run_batch", run_batch)
     monkeypatch.setattr(_forkqueue, "run_fresh", run_fresh)
-    spec = GodotSpec()
+    specs = [GodotSpec(timeout_s=t) for t in timeouts or [30.0] * checks]
 
     async def main() -> list[RunReport]:
         ctx = VerifierContext(
@@ -247,7 +251,7 @@ def _queue_run(
         return list(
             await asyncio.gather(
                 *(
-                    _forkqueue.run_check({"tag": str(i)}, spec, ctx, queue_s=queue_s)
+                    _forkqueue.run_check({"tag": str(i)}, specs[i], ctx, queue_s=queue_s)
                     for i in range(checks)
                 )
             )
@@ -298,3 +302,15 @@ def test_a_check_that_waited_too_long_runs_fresh(monkeypatch: pytest.MonkeyPatch
     )
     assert batches == []
     assert sorted(ran_fresh) == ["0", "1"]
+
+
+def test_a_batch_holds_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a slow neighbour with a longer timeout_s could otherwise hold a short check's result
+    # past its own budget (GodotScene.budget_s)
+    _, batches, _ = _queue_run(
+        monkeypatch,
+        lambda tags, _: [_report(t, True) for t in tags],
+        4,
+        timeouts=[4.0, 30.0, 4.0, 30.0],
+    )
+    assert sorted(batches) == [["0", "2"], ["1", "3"]]
