@@ -25,8 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_corpus import MOVER_SPEC, completion, fence, item, scripted_root
 
 BATCH_BREAKER = "fork-memory-spike"
-"""The attack that may take its whole batch down (4 GiB touched as fast as the engine can,
-in a job whose memory limit is a few hundred MiB above the check's): where the batch job's
+"""The attack that may take its whole batch down (a string doubled 34 times, as fast as the
+engine can touch memory, in a job whose memory limit is a few hundred MiB above the
+largest check's): where the batch job's
 OOM killer beats the driver's watch, every check of the batch runs in a fresh engine, so
 the honest check after it may not be a forked one."""
 OUT = Path(__file__).resolve().parents[3] / "datasets" / "godot" / "forkserver.jsonl"
@@ -143,12 +144,10 @@ EXHAUST_FDS = """	var held = []
 	return false
 """
 
-MEMORY_SPIKE = """	var blocks = []
-	for i in range(64):
-		var b = PoolByteArray()
-		b.resize(64 << 20)
-		blocks.append(b)
-	return blocks.size() < 0
+MEMORY_SPIKE = """	var s = "x"
+	for i in range(34):
+		s += s
+	return s.length() < 0
 """
 
 SET_TIMERS = """	var tree = Engine.get_main_loop()
