@@ -13,8 +13,8 @@ frames, an ``at_rest`` probe) are verified through ``game.godot``:
   which is what a peer that launches the engine in a fresh container per sample pays.
 
 The engine's own start (about 0.1 s of CPU) is paid per check by warm and cold, once per
-batch by fork. warm and fork run in ``--rounds`` interleaved rounds (order alternating), so
-the load of a shared machine moves both alike. Prints one JSON line: ``fork_speedup`` is
+batch by fork. All three run in ``--rounds`` interleaved rounds (order alternating), so the
+load of a shared machine moves them alike. Prints one JSON line: ``fork_speedup`` is
 cold time per check over fork time per check (the gate: >= 5), ``speedup`` cold over warm;
 ``*_job_cpu_p50_s`` are the CPU seconds of a check's sandbox job (the sandbox's own
 accounting), ``fork_child_cpu_p50_s`` a forked child's own (wait4), and
@@ -142,28 +142,28 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         await _group(provider, 1, 1)  # the same runner, warmed for a fork-server job too
         warm: list[tuple[str, float, float, float]] = []
         fork: list[tuple[str, float, float, float]] = []
-        warm_s = fork_s = 0.0
+        cold: list[tuple[str, float, float, float]] = []
+        warm_s = fork_s = cold_s = 0.0
         for r in range(args.rounds):
-            for phase in ("warm", "fork") if r % 2 == 0 else ("fork", "warm"):
+            for phase in ("warm", "fork", "cold") if r % 2 == 0 else ("cold", "fork", "warm"):
                 started = time.perf_counter()
                 if phase == "warm":
                     warm += [await _check(provider, i) for i in range(args.checks)]
                     warm_s += time.perf_counter() - started
-                else:
+                elif phase == "fork":
                     results, wall = await _group(provider, args.checks, concurrency)
                     fork += results
                     fork_s += wall
+                else:
+                    for i in range(args.checks):
+                        fresh = open_provider(args.backend, SandboxSettings(pool_size=1))
+                        try:
+                            cold.append(await _check(fresh, i))
+                        finally:
+                            await fresh.close()
+                    cold_s += time.perf_counter() - started
     finally:
         await provider.close()
-    started = time.perf_counter()
-    cold = []
-    for i in range(args.checks):
-        fresh = open_provider(args.backend, SandboxSettings(pool_size=1))
-        try:
-            cold.append(await _check(fresh, i))
-        finally:
-            await fresh.close()
-    cold_s = time.perf_counter() - started
     done = args.checks * args.rounds
     out = {
         "benchmark": "godot",
@@ -173,9 +173,9 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         "concurrency": concurrency,
         "warm_checks_per_s": round(done / warm_s, 3),
         "fork_checks_per_s": round(done / fork_s, 3),
-        "cold_checks_per_s": round(args.checks / cold_s, 3),
-        "speedup": round((cold_s / args.checks) / (warm_s / done), 2),
-        "fork_speedup": round((cold_s / args.checks) / (fork_s / done), 2),
+        "cold_checks_per_s": round(done / cold_s, 3),
+        "speedup": round(cold_s / warm_s, 2),
+        "fork_speedup": round(cold_s / fork_s, 2),
         "warm_all_pass": all(s[0] == "pass" for s in warm),
         "fork_all_pass": all(s[0] == "pass" for s in fork),
         "cold_all_pass": all(s[0] == "pass" for s in cold),
