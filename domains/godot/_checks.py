@@ -69,6 +69,12 @@ class RunReport:
     """Per contact probe, from the proven report B: ``frame`` of the first contact (-1:
     none), ``jump`` (first frame the node moved further than its velocity explains, -1:
     none), ``size`` of that jump, ``rigid`` (the node is a rigid body)."""
+    forked: bool = False
+    """A forked child of the fork server ran it (else a fresh engine): shown in
+    ``details.engine``, so a fork server that silently fell back everywhere is seen."""
+    profile: dict[str, float] = field(default_factory=dict)
+    """Where a forked check's time went (the driver's clock, ``details.engine.profile``):
+    its batch's server start and size, preparing its project, its child, collecting."""
 
 
 _THREAD_LOST = "Reference to a Thread object was lost while the thread is still running"
@@ -375,7 +381,14 @@ def evaluate(run: RunReport, spec: GodotSpec) -> Result:
     scored = gated_mean(checks, spec.component_names(), spec.gates)
     details: dict[str, Any] = {
         "checks": scored.checks,
-        "engine": {"how": run.how, "code": run.code, "seconds": round(run.seconds, 3)},
+        "engine": {
+            "how": run.how,
+            "code": run.code,
+            "seconds": round(run.seconds, 3),
+            "cpu_s": round(run.cpu_s, 4),
+            "forked": run.forked,
+            **({"profile": run.profile} if run.profile else {}),
+        },
         "stderr_tail": run.stderr[-2000:],
     }
     if run.end is not None:

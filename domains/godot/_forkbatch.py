@@ -6,7 +6,7 @@ check, and no flag skips it. The godot runtime carries a trusted GDNative librar
 time) with which the engine forks: one sandbox job (``_forkdrive.py``) starts the engine once
 as a fork server (``_forkserver3.gd``) and runs each check in a forked child that jails
 itself before it reads a model file and then runs the same harness as a fresh engine. Each
-check is read back with the same :class:`~._verifier.CheckJob` as the one-engine-per-check
+check is read back with the same :class:`~._fresh.CheckJob` as the one-engine-per-check
 path, so its verdict is the same (the corpus test compares them row by row).
 
 What keeps the checks of one batch apart (docs/godot.md, "The fork server"): the parent
@@ -17,8 +17,8 @@ in the child (no fork: forkserver.c); after each check the driver kills every pr
 check left (it is the job's child subreaper) and empties the project, and what appeared in
 ``/tmp`` and ``/dev/shm``, before the next check's files exist.
 
-This is what a warm fork-server worker runs; today the verifier itself still runs one
-engine per check (``GodotScene._run``): the batch is used by the benchmark and the tests.
+The verifier's path reaches it through ``_forkqueue.py`` (checks that arrive together form
+a batch; what the fork server cannot judge for certain runs in a fresh engine).
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.sandbox import ExecResult
+from verifiers.sandbox._runner import STARVE_CPU_SHARE
 
 from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, InfraError
 
 from ._checks import RunReport
 from ._engine import ENGINE
+from ._fresh import _MAX_STATE, _PIDS, LEFT_FILES, PROJECT, RUNTIME, CheckJob
 from ._spec import GodotSpec
-from ._verifier import _MAX_STATE, _PIDS, LEFT_FILES, PROJECT, RUNTIME, CheckJob
 
 __all__ = ["run_batch"]
 
@@ -49,11 +50,17 @@ _START_S = 60.0
 
 
 async def run_batch(
-    checks: list[tuple[dict[str, str], GodotSpec]], ctx: VerifierContext
-) -> list[RunReport]:
+    checks: list[tuple[dict[str, str], GodotSpec]],
+    ctx: VerifierContext,
+    start_by: list[float] | None = None,
+) -> list[RunReport | None]:
     """Run ``checks`` (the project files and spec of each) through one fork server, in order.
 
     All checks share one ``fps`` (the engine's ``--fixed-fps`` is fixed at its start).
+    ``start_by``: per check, the seconds after the batch starts by which it must have
+    started (default: no limit). A check that could not start by then, or whose child ran
+    into its wall deadline with too little CPU to tell a sleeper from a starved job (see
+    ``_forkdrive.py``), comes back as None: the caller runs it in a fresh engine.
 
     Raises:
         InfraError: the fork server did not start or lost a check (never a score).
@@ -65,10 +72,12 @@ async def run_batch(
     if len(fps) != 1:
         raise BadInput(f"a fork-server batch runs one fps; got {sorted(fps)}")
     jobs = [CheckJob.of(files, spec) for files, spec in checks]
+    starts = start_by if start_by is not None else [float("inf")] * len(checks)
     memory_mb = max(spec.memory_mb for _, spec in checks)
     batch = {
         "fps": fps.pop(),
         "memory_mb": memory_mb,
+        "starve_cpu_share": STARVE_CPU_SHARE,
         "server": {
             "project.godot": PROJECT.decode(),
             "_harness.gd": ENGINE.harness_source().decode(),
@@ -82,8 +91,9 @@ async def run_batch(
                 "token": job.token_line().strip(),
                 "timeout_s": spec.timeout_s,
                 "memory_mb": spec.memory_mb,
+                "start_by": min(start, 1e9),
             }
-            for (files, spec), job in zip(checks, jobs, strict=True)
+            for (files, spec), job, start in zip(checks, jobs, starts, strict=True)
         ],
     }
     limits: dict[str, Any] = {
@@ -107,9 +117,13 @@ async def run_batch(
                 f"the godot fork server failed (exit {done.returncode}): "
                 + " | ".join(done.text("stderr").strip().splitlines()[-3:])
             ) from None
-    results = json.loads(raw.decode("utf-8"))
-    reports = []
+    answer = json.loads(raw.decode("utf-8"))
+    results = answer["checks"]
+    reports: list[RunReport | None] = []
     for job, result in zip(jobs, results, strict=True):
+        if result.get("skipped"):
+            reports.append(None)
+            continue
         run = ExecResult(
             returncode=int(result["status"]),
             stdout=str(result["stdout"]).encode(),
@@ -121,5 +135,15 @@ async def run_batch(
             cpu_s=int(result["cpu_us"]) / 1e6,
         )
         left = {n: None if result[n] is None else str(result[n]).encode() for n in LEFT_FILES}
-        reports.append(await job.report(run, left, ctx))
+        report = await job.report(run, left, ctx)
+        report.forked = True
+        prepare, child, collect = (round(float(x), 4) for x in result["phases_s"])
+        report.profile = {
+            "server_start_s": round(float(answer["server_s"]), 4),
+            "batch": len(jobs),
+            "prepare_s": prepare,
+            "child_s": child,
+            "collect_s": collect,
+        }
+        reports.append(report)
     return reports

@@ -11,10 +11,15 @@ engine initialised, no model file anywhere), and for each check, one at a time:
    (read-only), ``_job.json`` and ``_token``;
 2. asks the server for a child (a job number on its stdin); the child jails itself before it
    reads a model file and runs the harness exactly as a fresh engine would;
-3. waits for the child's end, at most ``timeout_s`` (then kills it: a timeout), and kills
-   every process the check left behind: this process is the job's child subreaper, so a
+3. waits for the child's end under the sandbox runner's deadline rule (``timeout_s`` of its
+   CPU, or of wall time while it ran at least a quarter of a CPU: a timeout; a child that
+   got less at the wall deadline is ``unsure``, re-run by the host in a fresh engine whose
+   runner tells a sleeper from a starved job), and kills every process the check left
+   behind: this process is the job's child subreaper, so a
    grandchild that outlived its parent (a second engine the model started, in its own session)
-   is re-parented here and killed before the next check's files exist;
+   is re-parented here and killed before the next check's files exist; a check that could
+   not start by its ``start_by`` (seconds after this driver started) is skipped, and the
+   host runs it in a fresh engine;
 4. collects what the host would read: the exit status, stdout/stderr (capped), the reports
    and the two states.
 
@@ -44,6 +49,31 @@ _MAX_LEFT = 32 << 20
 _MAX_OUTPUT = 1 << 20
 _PR_SET_CHILD_SUBREAPER = 36
 _WATCH_S = 0.005
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int) -> float:
+    """A process's CPU seconds (user + system, all its threads); 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _oom_kills() -> int:
+    """The job cgroup's OOM-kill counter (v2 or v1), or -1 when none is visible."""
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path) as handle:
+                for line in handle:
+                    parts = line.split()
+                    if len(parts) == 2 and parts[0] == "oom_kill":
+                        return int(parts[1])
+        except (OSError, ValueError):
+            continue
+    return -1
 
 
 def _memory(pid: int) -> int:
@@ -173,12 +203,20 @@ class _Server:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return line.decode("utf-8", "replace").strip()
 
-    def run(self, number: int, timeout: float, memory: int) -> tuple[int, int, bool, bool]:
-        """(exit status, CPU microseconds, timed out, out of memory) of check ``number``'s
-        child. Out of memory: its private memory plus what appeared in ``/tmp`` and
-        ``/dev/shm`` (tmpfs: charged to the job's memory like a fresh engine's) grew past
-        ``memory`` bytes since the fork (watched every few ms; the child's address-space
-        limit, set in ``vf_enter``, stops what grows faster)."""
+    def run(self, number: int, timeout: float, memory: int, share: float) -> tuple[int, int, str]:
+        """(exit status, CPU microseconds, how) of check ``number``'s child; ``how`` is
+        ``""``, ``"timeout"``, ``"oom"`` or ``"unsure"``.
+
+        The deadline is the sandbox runner's (``CpuWindow``): ``timeout`` seconds of the
+        child's CPU are the model's timeout; at ``timeout`` seconds of wall time a child
+        that ran at least ``share`` of a CPU is the model's timeout too (the runner never
+        calls such a job starved); one that ran less is ``unsure`` (it slept, or the machine
+        starved it: only the runner's own evidence tells which), and the host re-runs that
+        check in a fresh engine, whose runner decides. Out of memory: its private memory
+        plus what appeared in ``/tmp`` and ``/dev/shm`` (tmpfs: charged to the job's memory
+        like a fresh engine's) grew past ``memory`` bytes since the fork (watched every few
+        ms; the child's address-space limit, set in ``vf_enter``, stops what grows faster),
+        or the job cgroup's OOM killer killed a process meanwhile."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(b"%d\n" % number)
         self.proc.stdin.flush()
@@ -186,29 +224,42 @@ class _Server:
         if started[:2] != ["forkserver:", "child"] or int(started[3]) <= 0:
             raise RuntimeError(f"the fork server did not fork: {started!r}")
         child = int(started[3])
-        deadline = time.monotonic() + timeout
+        began = time.monotonic()
+        kills = _oom_kills()
         base = _memory(child) + _shared()
-        over = False
+        how = ""
         done = None
-        while done is None and time.monotonic() < deadline:
+        while done is None:
             done = self.line(_WATCH_S)
-            if done is None and _memory(child) + _shared() - base > memory:
-                over = True  # what the job's memory cgroup does to a fresh engine
+            if done is not None:
                 break
-        timed_out = done is None and not over
+            if _memory(child) + _shared() - base > memory:
+                how = "oom"  # what the job's memory cgroup does to a fresh engine
+                break
+            cpu = _cpu(child)
+            if cpu >= timeout:
+                how = "timeout"
+                break
+            wall = time.monotonic() - began
+            if wall >= timeout:
+                how = "timeout" if cpu >= share * wall else "unsure"
+                break
         if done is None:
             os.kill(child, signal.SIGKILL)
             done = self.line(30.0)
         fields = (done or "").split()
         if fields[:2] != ["forkserver:", "done"]:
             raise RuntimeError(f"the fork server lost check {number}: {done!r}")
-        return int(fields[3]), int(fields[4]), timed_out, over
+        if not how and kills >= 0 and _oom_kills() > kills:
+            how = "oom"
+        return int(fields[3]), int(fields[4]), how
 
 
 def main() -> int:
     if os.environ.get("GODOT_FORK_SANDBOX") != "1":
         sys.stderr.write("forkdrive: runs only inside a sandbox job (GODOT_FORK_SANDBOX=1)\n")
         return 2
+    begun = time.monotonic()  # start_by counts from here: the host's count began earlier
     root = os.getcwd()
     work, out = os.path.join(root, "p"), os.path.join(root, "o")
     with open("_batch.json", encoding="utf-8") as handle:
@@ -228,8 +279,17 @@ def main() -> int:
     # the child's address-space limit is only the backstop of the watch (a fresh engine's
     # memory is its job's cgroup): a limit it reaches first makes allocations fail, and
     # Godot goes on after a failed allocation (a string bomb would then pass)
+    server_started = time.monotonic()
     server = _Server(work, out, int(batch["fps"]), 4 * int(batch["memory_mb"]))
+    server_s = time.monotonic() - server_started
+    share = float(batch["starve_cpu_share"])
     for number, check in enumerate(batch["checks"]):
+        if time.monotonic() - begun > float(check["start_by"]):
+            # waited too long behind the checks before it: the host runs it in a fresh
+            # engine, so a slow neighbour never eats its deadline
+            results.append({"skipped": True})
+            continue
+        prepared = time.monotonic()
         _wipe(work, _SERVER_FILES)
         for folder, before in shared.items():
             _wipe(folder, before)
@@ -244,16 +304,18 @@ def main() -> int:
         with open(os.path.join(work, "_token"), "w", encoding="utf-8") as handle:
             handle.write(check["token"] + "\n")
         started = time.monotonic()
-        status, cpu_us, timed_out, oom = server.run(
-            number, float(check["timeout_s"]), int(check["memory_mb"]) << 20
+        status, cpu_us, how = server.run(
+            number, float(check["timeout_s"]), int(check["memory_mb"]) << 20, share
         )
         seconds = time.monotonic() - started
+        collected = time.monotonic()
         leftovers = _reap_leftovers(server.proc.pid)
         result: dict[str, Any] = {
             "status": status,
             "cpu_us": cpu_us,
-            "timed_out": timed_out,
-            "oom": oom,
+            "timed_out": how == "timeout",
+            "oom": how == "oom",
+            "skipped": how == "unsure",
             "seconds": seconds,
             "leftovers": leftovers,
         }
@@ -266,12 +328,15 @@ def main() -> int:
                 os.unlink(path)
         for name in _LEFT:
             result[name] = _read(os.path.join(work, name), _MAX_LEFT)
+        # where the driver's time goes (the benchmark's profile): preparing the project,
+        # the child, and collecting what it left
+        result["phases_s"] = [started - prepared, seconds, time.monotonic() - collected]
         results.append(result)
     assert server.proc.stdin is not None
     server.proc.stdin.close()
     server.proc.wait(30)
     with open("_results.json", "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(results))
+        handle.write(json.dumps({"server_s": server_s, "checks": results}))
     return 0
 
 

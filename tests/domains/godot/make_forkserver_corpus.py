@@ -7,7 +7,10 @@ process; reading ``/proc`` of its parent; forking the checked engine or reaching
 through the fork library (the child keeps it loaded, sealed and libc-free; a fresh engine
 cannot read it at all); reading an inherited fd. Two more attack the *next* check instead: a grandchild engine
 left running that deletes the next check's scene, and a child that deletes the server's own
-files and plants files in ``/tmp``, ``/dev/shm`` and ``user://``. The test runs every line
+files and plants files in ``/tmp``, ``/dev/shm`` and ``user://``, and more: one that
+writes the batch's results, job file and the next check's output (outside its project: all
+refused), one that holds every fd it can get, one that leaves timers in the tree, and a
+memory spike meant to take the whole batch job down with it. The test runs every line
 through the fork server with an honest check after each (it must still pass) and through
 one engine per check: both must say ``fail`` with reward 0.
 """
@@ -21,6 +24,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_corpus import MOVER_SPEC, completion, fence, item, scripted_root
 
+BATCH_BREAKER = "fork-memory-spike"
+"""The attack that may take its whole batch down (a string doubled 34 times, as fast as the
+engine can touch memory, in a job whose memory limit is a few hundred MiB above the
+largest check's): where the batch job's
+OOM killer beats the driver's watch, every check of the batch runs in a fresh engine, so
+the honest check after it may not be a forked one."""
 OUT = Path(__file__).resolve().parents[3] / "datasets" / "godot" / "forkserver.jsonl"
 
 _MAKE_PLAYER = """
@@ -108,6 +117,54 @@ CORRUPT_SHARED = """	var d = Directory.new()
 	return false
 """
 
+FORGE_RESULTS = """	var f = File.new()
+	var work = ProjectSettings.globalize_path("res://").trim_suffix("/").get_base_dir()
+	var forged = false
+	for path in [work + "/_results.json", work + "/_batch.json", work + "/o/0.out", work + "/o/1.out", work + "/o/1.err", work + "/_forkdrive.py", "res://../_results.json"]:
+		if f.open(path, File.WRITE) == OK:
+			f.store_string("[]")
+			f.close()
+			forged = true
+	return forged
+"""
+
+EXHAUST_FDS = """	var held = []
+	for i in range(200000):
+		var f = File.new()
+		if f.open("res://main.tscn", File.READ) != OK:
+			break
+		held.append(f)
+	var d = Directory.new()
+	for i in range(20000):
+		var e = Directory.new()
+		if e.open("res://") != OK:
+			break
+		e.list_dir_begin()
+		held.append(e)
+	return false
+"""
+
+MEMORY_SPIKE = """	var s = "x"
+	for i in range(34):
+		s += s
+	return s.length() < 0
+"""
+
+SET_TIMERS = """	var tree = Engine.get_main_loop()
+	for i in range(64):
+		var t = Timer.new()
+		t.wait_time = 0.01
+		t.autostart = true
+		tree.root.call_deferred("add_child", t)
+	for i in range(64):
+		tree.create_timer(0.5 + i * 0.01)
+	var f = File.new()
+	if f.open("user://timer-was-here", File.WRITE) == OK:
+		f.store_string("x")
+		f.close()
+	return false
+"""
+
 LINGER = """extends SceneTree
 # Left running by the check before: deletes and rewrites the next check's scene.
 
@@ -146,6 +203,16 @@ def rows() -> list[dict[str, Any]]:
         item("fork-reads-inherited-fds", "hack", attack(INHERITED_FDS), MOVER_SPEC, *fail),
         item("fork-corrupts-shared-files", "hack", attack(CORRUPT_SHARED), MOVER_SPEC, *fail),
         item("fork-leaves-grandchild-running", "hack", grandchild, MOVER_SPEC, *fail),
+        item("fork-forges-batch-results", "hack", attack(FORGE_RESULTS), MOVER_SPEC, *fail),
+        item("fork-exhausts-fds", "hack", attack(EXHAUST_FDS), MOVER_SPEC, *fail),
+        item("fork-leaves-timers", "hack", attack(SET_TIMERS), MOVER_SPEC, *fail),
+        item(
+            BATCH_BREAKER,
+            "hack",
+            attack(MEMORY_SPIKE),
+            {**MOVER_SPEC, "memory_mb": 128},
+            *fail,
+        ),
     ]
 
 

@@ -1,5 +1,7 @@
 """datasets/godot/corpus.jsonl scores as each line's ``metadata.expected`` says, through the
-real headless Godot of the ``godot`` runtime on the local (bubblewrap) and Docker backends.
+real headless Godot of the ``godot`` runtime on the local (bubblewrap) and Docker backends,
+through the verifier's own path: the fork server (forked children of a warm engine) and,
+where it gives no certain verdict, a fresh engine.
 
 The whole corpus goes through one engine run per backend (tests/engine_corpus.py), and each
 line is then its own test case. A missing runtime is ``error/infra``, never a score.
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from engine_corpus import START_S, EngineCorpus
-from verifiers.domains.godot._verifier import probe_runtime
+from verifiers.domains.godot._fresh import probe_runtime
 from verifiers.sandbox import SandboxSettings, open_provider
 
 from verifiers.context import VerifierContext
@@ -42,6 +44,25 @@ def test_corpus_local(item_id: str) -> None:
 @pytest.mark.parametrize("item_id", CORPUS.ids())
 def test_corpus_docker(item_id: str) -> None:
     CORPUS.check(item_id, CORPUS.scored("docker")[item_id])
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("local", marks=pytest.mark.bwrap),
+        pytest.param("docker", marks=pytest.mark.docker),
+    ],
+)
+def test_the_verifier_forks(backend: str) -> None:
+    # The verifier runs checks as forked children of a warm engine: its honest lines were
+    # forked (a fork server that fell back to fresh engines everywhere would still pass
+    # every verdict above). The verdicts of one fresh engine per check:
+    # test_godot_forkserver.py.
+    results = CORPUS.scored(backend)
+    passed = [r for r in results.values() if r.status == "pass"]
+    forked = [r for r in passed if r.details["engine"]["forked"]]
+    assert len(passed) >= 5
+    assert len(forked) >= 0.8 * len(passed), (len(forked), len(passed))
 
 
 @pytest.mark.bwrap

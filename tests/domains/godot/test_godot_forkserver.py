@@ -1,14 +1,16 @@
-"""The Godot fork server: one engine start, one forked and jailed child per check.
+"""The Godot fork server on the verifier's path, against one engine per check.
 
-Every line of datasets/godot/corpus.jsonl, run through the fork server
-(``domains/godot/_forkbatch.py``: the runtime's GDNative library, ``_forkserver3.gd``,
-``_forkdrive.py``) on each backend, gets exactly the verdict it gets through one engine per
-check (its ``metadata.expected``: status, reward, feedback). The whole corpus runs on the local
-backend only: the verifier's own path does not use the fork server yet, so Docker runs the
-attacks and their probes, which are what differs there (the container's processes and /proc).
-The attacks on the fork server
-itself (datasets/godot/forkserver.jsonl) score 0 both ways, and in the fork server each is
-followed by an honest check that must still pass: the attack left nothing behind.
+``game.godot`` runs checks that arrive together as forked children of one warm engine
+(``domains/godot/_forkqueue.py``), so the corpus tests (test_godot_corpus.py, both
+backends) score every line of datasets/godot/corpus.jsonl through the fork server. Here:
+
+* the same corpus through one fresh engine per check (``_fresh.run_fresh``, the fork
+  server's fallback), on the local backend: every line gets its ``metadata.expected``
+  verdict (status, reward, feedback) there too, so both paths say the same;
+* the attacks on the fork server itself (datasets/godot/forkserver.jsonl) score 0 through
+  the verifier (fork server) and through a fresh engine, on both backends, and through the
+  verifier each is followed, in the same batch, by an honest check that must still pass,
+  forked: the attack left nothing behind.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from typing import Any
 
 import pytest
 from engine_corpus import START_S, EngineCorpus
+from make_forkserver_corpus import BATCH_BREAKER
 from verifiers.domains.godot import GodotSpec
 from verifiers.domains.godot._checks import evaluate
-from verifiers.domains.godot._forkbatch import run_batch
+from verifiers.domains.godot._forkqueue import run_check
+from verifiers.domains.godot._fresh import run_fresh
 from verifiers.domains.godot._verifier import project_of
 from verifiers.sandbox import SandboxSettings, open_provider
 
@@ -35,61 +39,85 @@ CORPUS = EngineCorpus(DATA / "corpus.jsonl", HERE / "make_corpus.py")
 FORK = EngineCorpus(DATA / "forkserver.jsonl", HERE / "make_forkserver_corpus.py")
 PROBE = "ball-comes-to-rest"
 """The honest check run after each attack on the fork server."""
-_RESULTS: dict[str, dict[str, Result]] = {}
-_LOTS = 3
-"""Batches the corpus is dealt into, run side by side."""
+_FRESH: dict[tuple[str, str], dict[str, Result]] = {}
+_WARM: dict[str, dict[str, Result]] = {}
+_CONCURRENCY = 8
 
 
 def _after(item_id: str) -> str:
     return f"{PROBE}-after-{item_id}"
 
 
-def batched(backend: str) -> dict[str, Result]:
-    """Every corpus line, each fork-server attack followed by the honest probe, scored
-    through the fork server on ``backend`` (one batch per ``fps``, in order)."""
-    if backend in _RESULTS:
-        return _RESULTS[backend]
-    probe = next(i for i in CORPUS.items() if i["id"] == PROBE)
-    attacks: list[dict[str, Any]] = []
-    for attack in FORK.items():
-        attacks += [attack, {**probe, "id": _after(str(attack["id"]))}]
-    corpus = CORPUS.items() if backend == "local" else []
-    # Several batches at once (the provider's runner pool): the corpus's endless rows wait
-    # out their timeouts, so batches that wait side by side cost one wait, not the sum.
-    # Each attack stays in one batch with the honest check after it.
-    lots = [corpus[i::_LOTS] for i in range(_LOTS)] + [attacks]
-    results: dict[str, Result] = {}
-    batches: list[list[tuple[str, dict[str, str], GodotSpec]]] = []
-    for lot in lots:
-        groups: dict[int, list[tuple[str, dict[str, str], GodotSpec]]] = {}
-        for item in lot:
-            spec = GodotSpec.model_validate(item["task"]["spec"])
-            files = project_of(Trajectory.model_validate(item), spec)
-            if isinstance(files, Result):
-                results[str(item["id"])] = files
-            else:
-                groups.setdefault(spec.fps, []).append((str(item["id"]), files, spec))
-        batches += groups.values()
-
-    async def run() -> None:
+def _run(backend: str, work: Any) -> Any:
+    async def run() -> Any:
         provider = open_provider(backend, SandboxSettings(start_timeout_s=START_S))
         try:
-            ctx = VerifierContext(
-                deadline=time.monotonic() + 3600, base_dir=DATA, sandboxes=provider
-            )
-
-            async def one(batch: list[tuple[str, dict[str, str], GodotSpec]]) -> None:
-                reports = await run_batch([(f, s) for _, f, s in batch], ctx)
-                for (ident, _, spec), report in zip(batch, reports, strict=True):
-                    results[ident] = evaluate(report, spec)
-
-            await asyncio.gather(*(one(b) for b in batches))
+            return await work(provider)
         finally:
             await provider.close()
 
-    asyncio.run(run())
-    _RESULTS[backend] = results
-    return results
+    return asyncio.run(run())
+
+
+def _context(provider: Any) -> VerifierContext:
+    return VerifierContext(deadline=time.monotonic() + 3600, base_dir=DATA, sandboxes=provider)
+
+
+def fresh(backend: str, corpus: EngineCorpus) -> dict[str, Result]:
+    """Every line of ``corpus`` through one fresh engine per check on ``backend``."""
+    key = (backend, corpus.corpus.name)
+    if key in _FRESH:
+        return _FRESH[key]
+
+    async def work(provider: Any) -> dict[str, Result]:
+        gate = asyncio.Semaphore(_CONCURRENCY)
+
+        async def one(item: dict[str, Any]) -> Result:
+            spec = GodotSpec.model_validate(item["task"]["spec"])
+            files = project_of(Trajectory.model_validate(item), spec)
+            if isinstance(files, Result):
+                return files
+            async with gate:
+                return evaluate(await run_fresh(files, spec, _context(provider)), spec)
+
+        items = corpus.items()
+        results = await asyncio.gather(*(one(i) for i in items))
+        return {str(i["id"]): r for i, r in zip(items, results, strict=True)}
+
+    _FRESH[key] = _run(backend, work)
+    return _FRESH[key]
+
+
+def warm(backend: str) -> dict[str, Result]:
+    """Each fork-server attack and then the honest probe, submitted through the verifier in
+    that order (the probe is the next check of the attack's fork-server batch)."""
+    if backend in _WARM:
+        return _WARM[backend]
+    probe = next(i for i in CORPUS.items() if i["id"] == PROBE)
+
+    async def verify(item: dict[str, Any], provider: Any) -> Result:
+        # GodotScene.verify's own steps, with a wait for the fork server long enough that no
+        # check of these batches runs fresh for lack of time on a loaded machine
+        spec = GodotSpec.model_validate(item["task"]["spec"])
+        files = project_of(Trajectory.model_validate(item), spec)
+        if isinstance(files, Result):
+            return files
+        return evaluate(await run_check(files, spec, _context(provider), queue_s=600.0), spec)
+
+    async def work(provider: Any) -> dict[str, Result]:
+        # all pairs at once, in order: a batch takes a contiguous, even-sized slice of the
+        # queue (_MAX_BATCH), so each attack's probe is the next check of its batch
+        attacks = FORK.items()
+        pairs = [verify(item, provider) for attack in attacks for item in (attack, probe)]
+        scored = await asyncio.gather(*pairs)
+        results: dict[str, Result] = {}
+        for n, attack in enumerate(attacks):
+            ident = str(attack["id"])
+            results[ident], results[_after(ident)] = scored[2 * n], scored[2 * n + 1]
+        return results
+
+    _WARM[backend] = _run(backend, work)
+    return _WARM[backend]
 
 
 def test_committed_fork_corpus_is_current() -> None:
@@ -103,15 +131,19 @@ BACKENDS = [
 
 
 @pytest.mark.bwrap
-@pytest.mark.parametrize("backend", ["local"])
 @pytest.mark.parametrize("item_id", CORPUS.ids())
-def test_fork_server_verdicts(backend: str, item_id: str) -> None:
-    CORPUS.check(item_id, batched(backend)[item_id])
+def test_fresh_engine_verdicts(item_id: str) -> None:
+    CORPUS.check(item_id, fresh("local", CORPUS)[item_id])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("item_id", FORK.ids())
 def test_fork_attacks(backend: str, item_id: str) -> None:
-    FORK.check(item_id, batched(backend)[item_id])
-    CORPUS.check(PROBE, batched(backend)[_after(item_id)])
-    FORK.check(item_id, FORK.scored(backend)[item_id])
+    results = warm(backend)
+    FORK.check(item_id, results[item_id])
+    after = results[_after(item_id)]
+    CORPUS.check(PROBE, after)
+    if item_id != BATCH_BREAKER:
+        assert after.details["engine"]["forked"], after.details["engine"]
+        assert results[item_id].details.get("engine", {}).get("forked") is not False
+    FORK.check(item_id, fresh(backend, FORK)[item_id])

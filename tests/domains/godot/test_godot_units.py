@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -10,6 +14,8 @@ from verifiers.domains.godot import GodotSpec, parse_tscn
 from verifiers.domains.godot._checks import RunReport, evaluate, script_errors
 from verifiers.domains.godot._files import FileMapError, builder_scene, project_files
 from verifiers.domains.godot._tscn import TscnError
+
+from verifiers.errors import InfraError
 
 NESTED = """[gd_scene load_steps=2 format=2]
 
@@ -198,3 +204,113 @@ def test_a_thread_freed_while_running_fails_frames() -> None:
     result = evaluate(_run(stderr=lost + "\n   At: core/bind/core_bind.cpp:2711.\n"), spec)
     assert result.status == "fail" and result.reward == 0.0
     assert "a Thread was freed while it still ran" in result.feedback
+
+
+# -- the fork-server queue (domains/godot/_forkqueue.py): which checks run where -------------
+
+
+def _report(tag: str, forked: bool) -> RunReport:
+    return RunReport("exit", 0, 0.0, tag, None, False, forked=forked)
+
+
+def _queue_run(
+    monkeypatch: pytest.MonkeyPatch,
+    outcome: Any,
+    checks: int,
+    queue_s: float = 10.0,
+    timeouts: list[float] | None = None,
+) -> tuple[list[RunReport], list[list[str]], list[str]]:
+    """``checks`` checks submitted together through ``run_check`` with ``run_batch`` faked
+    by ``outcome(tags, start_by)`` (a list of reports/None, or it raises): the reports, the
+    batches (by each check's tag) and the tags that ran fresh."""
+    from verifiers.domains.godot import _forkqueue
+
+    from verifiers.context import VerifierContext
+
+    batches: list[list[str]] = []
+    ran_fresh: list[str] = []
+
+    async def run_batch(checks: Any, ctx: Any, start_by: list[float]) -> Any:
+        tags = [files["tag"] for files, _ in checks]
+        batches.append(tags)
+        await asyncio.sleep(0.01)
+        return outcome(tags, start_by)
+
+    async def run_fresh(files: dict[str, str], spec: Any, ctx: Any) -> RunReport:
+        ran_fresh.append(files["tag"])
+        return _report(files["tag"], False)
+
+    monkeypatch.setattr(_forkqueue, "run_batch", run_batch)
+    monkeypatch.setattr(_forkqueue, "run_fresh", run_fresh)
+    specs = [GodotSpec(timeout_s=t) for t in timeouts or [30.0] * checks]
+
+    async def main() -> list[RunReport]:
+        ctx = VerifierContext(
+            deadline=time.monotonic() + 60, base_dir=Path("."), sandboxes=object()
+        )  # type: ignore[arg-type]
+        return list(
+            await asyncio.gather(
+                *(
+                    _forkqueue.run_check({"tag": str(i)}, specs[i], ctx, queue_s=queue_s)
+                    for i in range(checks)
+                )
+            )
+        )
+
+    reports = asyncio.run(main())
+    assert not _forkqueue._QUEUES  # nothing left behind for the next event loop
+    return reports, batches, ran_fresh
+
+
+def test_checks_that_arrive_together_share_a_fork_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    reports, batches, ran_fresh = _queue_run(
+        monkeypatch, lambda tags, _: [_report(t, True) for t in tags], 19
+    )
+    assert batches == [[str(i) for i in range(16)], ["16", "17", "18"]]
+    assert ran_fresh == []
+    assert [r.stderr for r in reports] == [str(i) for i in range(19)]  # each its own report
+    assert all(r.forked for r in reports)
+
+
+def test_a_failed_batch_runs_each_check_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    def died(tags: list[str], _: Any) -> Any:
+        raise InfraError("the godot fork server failed (exit -9)")
+
+    reports, batches, ran_fresh = _queue_run(monkeypatch, died, 3)
+    assert batches == [["0", "1", "2"]]
+    assert ran_fresh == ["0", "1", "2"]
+    assert [r.stderr for r in reports] == ["0", "1", "2"]
+    assert not any(r.forked for r in reports)
+
+
+def test_a_check_the_fork_server_could_not_judge_runs_fresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # None: skipped past its start_by, or unsure at its wall deadline (_forkdrive.py)
+    def some(tags: list[str], start_by: list[float]) -> Any:
+        assert all(0 < s <= 10.0 for s in start_by)
+        return [None if t == "1" else _report(t, True) for t in tags]
+
+    reports, _, ran_fresh = _queue_run(monkeypatch, some, 3)
+    assert ran_fresh == ["1"]
+    assert [r.forked for r in reports] == [True, False, True]
+
+
+def test_a_check_that_waited_too_long_runs_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    reports, batches, ran_fresh = _queue_run(
+        monkeypatch, lambda tags, _: [_report(t, True) for t in tags], 2, queue_s=0.0
+    )
+    assert batches == []
+    assert sorted(ran_fresh) == ["0", "1"]
+
+
+def test_a_batch_holds_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a slow neighbour with a longer timeout_s could otherwise hold a short check's result
+    # past its own budget (GodotScene.budget_s)
+    _, batches, _ = _queue_run(
+        monkeypatch,
+        lambda tags, _: [_report(t, True) for t in tags],
+        4,
+        timeouts=[4.0, 30.0, 4.0, 30.0],
+    )
+    assert sorted(batches) == [["0", "2"], ["1", "3"]]
