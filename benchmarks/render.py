@@ -361,17 +361,21 @@ async def run_phases(n: int, backend: str) -> dict[str, Any]:
         async with provider.session(RUNTIME, **limits) as sb:
             await sb.write_files(files, readonly=True)
             await sb.write_files({"scene.py": make_scene(i)})
+            for name in ("marks.json", "scene.blend"):  # read back as the verifier does
+                sb.prefetch(name, max_bytes=128 << 20)
             run_a = await sb.exec([*argv, "script"], timeout=60)
-            marks_a = json.loads(await sb.read_file("marks.json"))
+            marks_a = json.loads(await sb.read_file("marks.json", max_bytes=128 << 20))
             blend = await sb.read_file("scene.blend", max_bytes=128 << 20)
         async with provider.session(RUNTIME, **limits) as sb:
             await sb.write_files(
                 {**files, "scene.blend": blend, "job.json": json.dumps(job)}, readonly=True
             )
+            for name in ("marks.json", "render.png", "report.json"):
+                sb.prefetch(name, max_bytes=64 << 20)
             run_b = await sb.exec([*argv, "judge"], timeout=60)
-            marks_b = json.loads(await sb.read_file("marks.json"))
-            await sb.read_file("render.png")
-            await sb.read_file("report.json")
+            marks_b = json.loads(await sb.read_file("marks.json", max_bytes=64 << 20))
+            await sb.read_file("render.png", max_bytes=64 << 20)
+            await sb.read_file("report.json", max_bytes=64 << 20)
         if i >= 2:
             rows.append({"script": steps(marks_a, run_a), "judge": steps(marks_b, run_b)})
             size.append(len(blend))
