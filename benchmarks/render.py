@@ -265,7 +265,7 @@ def _dump_marks():
 _PROBES = [  # (a line of _worker.py, the mark that goes before it)
     ("    path = os.path.abspath(SCRIPT_NAME)\n", '_mark("entry")'),
     ('    report["script_s"] = ', '_mark("script")'),
-    ('    saved, save_error = True, ""\n', '_mark("pack")'),
+    ("    saved, save_error = error is None", '_mark("pack")'),
     ("    report.update(ok=error is None, error=error,", '_mark("save_blend")'),
     ("    import numpy as np\n\n    bpy = _import_bpy()", '_mark("entry")'),
     ("        scene_info = _inspect(np)\n", '_mark("open_blend")'),
