@@ -54,6 +54,7 @@ import marshal
 import os
 import random
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -245,6 +246,7 @@ async def run_cold(scenes: list[str], python: Path, workers: int) -> dict[str, A
     total = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    shutil.rmtree(tmp, ignore_errors=True)
     return {
         **summary([lat for lat, _ in done], total),
         "ok": sum(ok for _, ok in done),
