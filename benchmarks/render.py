@@ -20,16 +20,18 @@ process: verifier, PNG decoding, checks), ``jobs`` (the sandbox jobs' own CPU, f
 jobs, runners, zygote forks) or, locally, ``runner`` and ``zygote`` (from ``/proc``): the
 ratio is all-in on both backends. Cold: the Blender processes (``RUSAGE_CHILDREN``).
 
-``--ab N`` alternates N rounds of the old runner (zygotes on 4 KiB pages, as many scenes in
-flight as runners) and the new one on the local backend and prints the medians of each side:
-``cpu_cut`` (all-in CPU per scene) and ``throughput_gain``.
+``--ab N`` alternates N rounds of the old path (every file read back in a round trip of its
+own, and with ``--old-images DIR`` that folder's ``blender/`` runtime, e.g. main's preload) and
+this tree, and prints the medians of each side: ``cpu_cut`` (all-in CPU per scene) and
+``throughput_gain``.
 
 Prints one JSON line; the table in docs/benchmarks/render.md comes from it. Usage::
 
     python benchmarks/render.py [--scenes 40] [--workers 2] [--backend local|docker]
         [--python ~/.cache/verifiers/bpy-venv/bin/python]  # the cold peer's interpreter
     python benchmarks/render.py --phases 12 [--backend local|docker]
-    python benchmarks/render.py --ab 3 [--scenes 30]  # interleaved old/new runner (local)
+    python benchmarks/render.py --ab 3 [--scenes 30] [--backend local|docker]
+        [--old-images DIR]  # interleaved old/new path
 
 ``--phases N`` profiles a warm scene instead (one runner, N scenes one after the other, the
 first two not counted): it runs the verifier's own two sessions with a copy of
@@ -52,6 +54,7 @@ import marshal
 import os
 import random
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -60,7 +63,8 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.domains.render import RUNTIME, BlenderRender, RenderSpec
-from verifiers.sandbox import SandboxSettings, open_provider
+from verifiers.sandbox import Sandbox, SandboxSettings, open_provider
+from verifiers.sandbox._client import RunnerSandbox
 
 from verifiers.context import VerifierContext
 from verifiers.types import Trajectory
@@ -144,26 +148,30 @@ def _container_cpu(provider: Any) -> float | None:
     return total
 
 
-def _provider(backend: str, workers: int, huge_pages: bool = True) -> Any:
-    """``workers`` warm runners; ``huge_pages=False``: their zygotes keep 4 KiB pages (the
-    runner before ``_collapse_huge_pages``; local backend only: ``--ab``'s old side)."""
-    provider = open_provider(backend, SandboxSettings(pool_size=workers))  # type: ignore[arg-type]
-    if not huge_pages:
-        command = provider._command
+class _NoPrefetch:
+    """``--ab``'s old side: ``Sandbox.prefetch`` ignored, so every file the verifier reads
+    back costs a round trip of its own, as before prefetch existed."""
 
-        def old_command(key: Any) -> tuple[list[str], dict[str, Any]]:
-            argv, config = command(key)
-            return argv, {**config, "huge_pages": False}
+    def __enter__(self) -> None:
+        self.saved = RunnerSandbox.prefetch
+        RunnerSandbox.prefetch = Sandbox.prefetch  # type: ignore[method-assign]
 
-        provider._command = old_command
-    return provider
+    def __exit__(self, *exc: object) -> None:
+        RunnerSandbox.prefetch = self.saved  # type: ignore[method-assign]
+
+
+def _provider(backend: str, workers: int, images: Path | None = None) -> Any:
+    """``workers`` warm runners; ``images``: a folder whose ``blender/`` definition is used
+    instead of this tree's (``--ab --old-images``: main's preload, built)."""
+    settings = SandboxSettings(pool_size=workers, image_dirs=(images,) if images else ())
+    return open_provider(backend, settings)  # type: ignore[arg-type]
 
 
 async def run_warm(
-    scenes: list[str], backend: str, workers: int, in_flight: int, huge_pages: bool = True
+    scenes: list[str], backend: str, workers: int, in_flight: int, images: Path | None = None
 ) -> dict[str, Any]:
     verifier = BlenderRender()
-    provider = _provider(backend, workers, huge_pages)
+    provider = _provider(backend, workers, images)
     spec = RenderSpec.model_validate(SPEC)
     sem = asyncio.Semaphore(in_flight)
     job_cpu: list[float] = []
@@ -238,6 +246,7 @@ async def run_cold(scenes: list[str], python: Path, workers: int) -> dict[str, A
     total = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    shutil.rmtree(tmp, ignore_errors=True)
     return {
         **summary([lat for lat, _ in done], total),
         "ok": sum(ok for _, ok in done),
@@ -258,7 +267,7 @@ def _dump_marks():
 _PROBES = [  # (a line of _worker.py, the mark that goes before it)
     ("    path = os.path.abspath(SCRIPT_NAME)\n", '_mark("entry")'),
     ('    report["script_s"] = ', '_mark("script")'),
-    ('    saved, save_error = True, ""\n', '_mark("pack")'),
+    ("    saved, save_error = error is None", '_mark("pack")'),
     ("    report.update(ok=error is None, error=error,", '_mark("save_blend")'),
     ("    import numpy as np\n\n    bpy = _import_bpy()", '_mark("entry")'),
     ("        scene_info = _inspect(np)\n", '_mark("open_blend")'),
@@ -361,17 +370,21 @@ async def run_phases(n: int, backend: str) -> dict[str, Any]:
         async with provider.session(RUNTIME, **limits) as sb:
             await sb.write_files(files, readonly=True)
             await sb.write_files({"scene.py": make_scene(i)})
+            for name in ("marks.json", "scene.blend"):  # read back as the verifier does
+                sb.prefetch(name, max_bytes=128 << 20)
             run_a = await sb.exec([*argv, "script"], timeout=60)
-            marks_a = json.loads(await sb.read_file("marks.json"))
+            marks_a = json.loads(await sb.read_file("marks.json", max_bytes=128 << 20))
             blend = await sb.read_file("scene.blend", max_bytes=128 << 20)
         async with provider.session(RUNTIME, **limits) as sb:
             await sb.write_files(
                 {**files, "scene.blend": blend, "job.json": json.dumps(job)}, readonly=True
             )
+            for name in ("marks.json", "render.png", "report.json"):
+                sb.prefetch(name, max_bytes=64 << 20)
             run_b = await sb.exec([*argv, "judge"], timeout=60)
-            marks_b = json.loads(await sb.read_file("marks.json"))
-            await sb.read_file("render.png")
-            await sb.read_file("report.json")
+            marks_b = json.loads(await sb.read_file("marks.json", max_bytes=64 << 20))
+            await sb.read_file("render.png", max_bytes=64 << 20)
+            await sb.read_file("report.json", max_bytes=64 << 20)
         if i >= 2:
             rows.append({"script": steps(marks_a, run_a), "judge": steps(marks_b, run_b)})
             size.append(len(blend))
@@ -396,16 +409,26 @@ def _warm_cpu(warm: dict[str, Any]) -> float:
     return float(cpu["host"]) + float(sandbox)
 
 
-async def run_ab(rounds: int, scenes: list[str], workers: int, in_flight: int) -> dict[str, Any]:
-    """Interleaved A/B on the local backend: the old runner (zygotes on 4 KiB pages, as many
-    scenes in flight as runners) and the new one (huge pages, ``in_flight`` scenes), in
-    alternating order, ``rounds`` times each, in one process and one load window."""
+async def run_ab(
+    rounds: int,
+    scenes: list[str],
+    workers: int,
+    in_flight: int,
+    backend: str,
+    old_images: Path | None,
+) -> dict[str, Any]:
+    """Interleaved A/B: the old path (no prefetch: one round trip per file read back; with
+    ``old_images``, that folder's blender runtime, e.g. main's full-factory preload) and this
+    tree, in alternating order, ``rounds`` times each, in one process and one load window."""
     sides: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
     for i in range(rounds):
         order = ("old", "new") if i % 2 == 0 else ("new", "old")
         for side in order:
-            new = side == "new"
-            warm = await run_warm(scenes, "local", workers, in_flight if new else workers, new)
+            if side == "new":
+                warm = await run_warm(scenes, backend, workers, in_flight)
+            else:
+                with _NoPrefetch():
+                    warm = await run_warm(scenes, backend, workers, in_flight, old_images)
             sides[side].append(
                 {
                     "scenes_per_s": warm["scenes_per_s"],
@@ -443,18 +466,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--phases", type=int, default=0, help="profile N warm scenes instead")
     parser.add_argument(
-        "--ab", type=int, default=0, help="N interleaved rounds of the old and new runner"
+        "--ab", type=int, default=0, help="N interleaved rounds of the old and new path"
+    )
+    parser.add_argument(
+        "--old-images",
+        type=Path,
+        default=None,
+        help="--ab: a folder holding the old blender/ runtime definition (built)",
     )
     args = parser.parse_args(argv)
     in_flight = args.in_flight or 2 * args.workers
     scenes = [make_scene(seed) for seed in range(args.scenes)]
     if args.ab:
-        ab = asyncio.run(run_ab(args.ab, scenes, args.workers, in_flight))
+        ab = asyncio.run(
+            run_ab(args.ab, scenes, args.workers, in_flight, args.backend, args.old_images)
+        )
         record = {
             "benchmark": "render-ab",
             "scenes": args.scenes,
             "workers": args.workers,
-            "in_flight": {"old": args.workers, "new": in_flight},
+            "backend": args.backend,
+            "in_flight": in_flight,
+            "old_images": str(args.old_images) if args.old_images else None,
             **ab,
             "load_avg": [round(x, 2) for x in os.getloadavg()],
         }

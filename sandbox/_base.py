@@ -142,6 +142,16 @@ class Sandbox(AsyncContext, ABC):
         """Read a file the job wrote. Raises ``FileNotFoundError`` when absent and
         ``BadInput`` when larger than ``max_bytes``."""
 
+    def prefetch(self, path: str, *, max_bytes: int = 64 << 20) -> None:
+        """Say that ``read_file(path, max_bytes=max_bytes)`` will follow the next ``exec``.
+
+        A hint, never a change of meaning: ``read_file`` returns or raises exactly what it
+        would have without it. Runner backends carry the read in the exec's own frame, so a
+        job whose outputs are read back costs one round trip instead of one per file (the
+        render judge reads two files per session). Any write or other exec first drops it.
+        The base class ignores it.
+        """
+
     @abstractmethod
     async def close(self) -> None:
         """Release the sandbox; idempotent."""

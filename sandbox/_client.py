@@ -8,7 +8,9 @@ Round trips are what a short job pays for (each is two wake-ups on a loaded mach
 session sends as few as it can: ``begin`` and ``write_files`` are queued and travel in one
 ``batch`` frame with the next ``exec`` (or ``read_file``); ``end`` is sent at ``close`` without
 waiting, and its reply is read in front of the worker's next reply. A typical session
-(``begin``, writes, one ``exec``, ``end``) is one round trip. Read-only files of 1 KiB or more
+(``begin``, writes, one ``exec``, ``end``) is one round trip; files the caller will read back
+after the job (:meth:`Sandbox.prefetch`) travel in the same frame, as optional reads run right
+after the exec, so reading a job's outputs adds none. Read-only files of 1 KiB or more
 are sent once per worker and named by their SHA-256 afterwards (the runner keeps them).
 """
 
@@ -305,6 +307,11 @@ class RunnerSandbox(Sandbox):
         self._closed = False
         self._tainted: str | None = None
         self._queued: list[tuple[dict[str, bytes], bool]] = []
+        self._prefetch: dict[str, int] = {}
+        """Reads to carry after the next exec, in its frame: path -> max_bytes."""
+        self._prefetched: dict[str, tuple[int, dict[str, Any]]] = {}
+        """The runner's replies to those reads, taken right after the job: path ->
+        (max_bytes, reply). Used once, by the ``read_file`` of the same path and cap."""
         self._begin_queued = False
         self._begun = False
         self.workdir = ""
@@ -362,8 +369,12 @@ class RunnerSandbox(Sandbox):
             ops.append({"op": "write", "files": payload, "readonly": readonly})
         return ops, keeping
 
-    async def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send the queued requests and ``message`` in one frame; ``message``'s reply.
+    async def _request(
+        self, message: dict[str, Any], timeout: float, after: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Send the queued requests, ``message`` and ``after`` (optional reads) in one frame;
+        ``message``'s reply, with ``after``'s replies under ``"_after"`` (empty when
+        ``message`` failed: the batch stopped there).
 
         Raises:
             RunnerLost: the runner died or timed out while running them.
@@ -372,12 +383,15 @@ class RunnerSandbox(Sandbox):
             SandboxUnavailable: no healthy runner could take the session.
         """
         timeout += self._pending_bytes() / 20e6
+        after = after or []
         for _ in range(4):
             queued, keeping = self._wire_ops()
-            if not queued:
+            if not queued and not after:
                 return await self._worker.call(message, timeout)
             try:
-                reply = await self._worker.call({"op": "batch", "ops": [*queued, message]}, timeout)
+                reply = await self._worker.call(
+                    {"op": "batch", "ops": [*queued, message, *after]}, timeout
+                )
             except RunnerLost as exc:
                 if not (exc.stale and self._begin_queued):
                     raise
@@ -387,7 +401,7 @@ class RunnerSandbox(Sandbox):
                 self._tainted = str(reply.get("error"))
                 raise InfraError(f"sandbox runner refused a batch: {reply.get('error')}")
             replies = list(reply.get("replies") or [])
-            if queued[0]["op"] == "begin" and replies and replies[0].get("ok"):
+            if queued and queued[0]["op"] == "begin" and replies and replies[0].get("ok"):
                 self.workdir = str(replies[0].get("workdir", self.workdir))
             for index, sub in enumerate(replies[: len(queued)]):
                 if sub.get("ok"):
@@ -410,10 +424,13 @@ class RunnerSandbox(Sandbox):
                 raise InfraError(f"sandbox runner failed to write files: {sub.get('error')}")
             else:
                 self._after_batch(queued, len(queued), keeping)
-                if len(replies) != len(queued) + 1:
+                done = dict(replies[len(queued)]) if len(replies) > len(queued) else {}
+                expected = len(queued) + 1 + (len(after) if done.get("ok") else 0)
+                if len(replies) != expected:
                     self._tainted = "short batch reply"
                     raise InfraError("sandbox runner sent a short batch reply")
-                return dict(replies[-1])
+                done["_after"] = replies[len(queued) + 1 :]
+                return done
         raise SandboxUnavailable("no sandbox runner could start the session")
 
     def _after_batch(
@@ -475,10 +492,20 @@ class RunnerSandbox(Sandbox):
         started = time.monotonic()
         # A starved job may run on up to STARVE_GRACE times its timeout (the runner decides).
         host_timeout = budget * STARVE_GRACE + self._settings.host_grace_s + lim.output_bytes / 50e6
+        prefetch = list(self._prefetch.items())
+        self._prefetch.clear()
+        self._prefetched.clear()  # the job may change any file
+        reads: list[dict[str, Any]] = [
+            {"op": "read", "path": path, "max_bytes": cap, "optional": True}
+            for path, cap in prefetch
+        ]
+        host_timeout += sum(cap for _, cap in prefetch) / 20e6
         try:
-            reply = await self._request(request, host_timeout)
+            reply = await self._request(request, host_timeout, reads)
         except RunnerLost as exc:
             return await self._lost(exc, time.monotonic() - started)
+        for (path, cap), answer in zip(prefetch, reply.pop("_after", ()), strict=False):
+            self._prefetched[path] = (cap, dict(answer))
         if not reply.get("ok"):
             kind = reply.get("kind")
             if kind in ("bad_path", "not_found", "bad_request"):
@@ -536,6 +563,7 @@ class RunnerSandbox(Sandbox):
 
     async def write_files(self, files: dict[str, bytes | str], *, readonly: bool = False) -> None:
         self._check_open()
+        self._prefetched.clear()  # a read after this write must see it
         batch: dict[str, bytes] = {}
         for name, data in files.items():
             _check_path(name)
@@ -547,6 +575,9 @@ class RunnerSandbox(Sandbox):
         before the file could be read (its files are gone with it: the job's doing, which
         a domain scores like any missing output), ``InfraError`` when the machine did."""
         self._check_open()
+        ready = self._prefetched.pop(path, None)
+        if ready is not None and ready[0] == max_bytes:
+            return self._read_reply(ready[1], path)
         try:
             reply = await self._request(
                 {"op": "read", "path": path, "max_bytes": max_bytes},
@@ -561,6 +592,20 @@ class RunnerSandbox(Sandbox):
                     errno.ENOENT, f"sandbox runner lost before the read: {cause}", path
                 ) from None
             raise InfraError(f"sandbox runner lost: {exc}") from None
+        return self._read_reply(reply, path)
+
+    def prefetch(self, path: str, *, max_bytes: int = 64 << 20) -> None:
+        """Carry ``read_file(path, max_bytes=...)`` in the next exec's frame (see
+        :meth:`Sandbox.prefetch`): the runner reads the file right after the job, before it
+        answers, as the read would have in the next round trip (the job's processes are gone
+        by then either way)."""
+        self._check_open()
+        _check_path(path)
+        self._prefetch[path] = int(max_bytes)
+
+    @staticmethod
+    def _read_reply(reply: dict[str, Any], path: str) -> bytes:
+        """The bytes of a ``read`` reply, or the exception ``read_file`` raises for it."""
         if not reply.get("ok"):
             kind = reply.get("kind")
             if kind == "not_found":

@@ -33,7 +33,9 @@ Frames: 4-byte big-endian length, then a UTF-8 JSON object. Binary fields are ba
 Requests carry ``op`` (``begin``, ``exec``, ``write``, ``read``, ``end``, ``ping``, ``batch``);
 replies carry ``ok`` and either the op's fields or ``error`` + ``kind``. ``batch`` runs a list of
 requests in order in one frame and stops at the first that fails (``replies``: one per request
-run), so a session costs one round trip: ``[begin, write, exec]``.
+run), so a session costs one round trip: ``[begin, write, exec]``, or ``[begin, write, exec,
+read...]`` with the files the host will read after the job (``optional`` reads: a missing file
+is that read's reply, not the end of the batch).
 
 Read-only files the host marks with a content hash (``{"b64": ..., "keep": sha256}``) are kept
 in this process's memory; later sessions name them by hash (``{"sha": sha256}``) instead of
@@ -601,7 +603,9 @@ class Runner:
         return reply
 
     def batch(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Run requests in order; stop at the first failure (the rest never ran)."""
+        """Run requests in order; stop at the first failure (the rest never ran), except a
+        ``read`` marked ``optional`` (a file the job may or may not have left: the host's
+        prefetch after an ``exec``), whose failure is its reply and the batch goes on."""
         ops = request.get("ops")
         if not isinstance(ops, list) or not all(isinstance(o, dict) for o in ops):
             raise RequestError("bad_request", "batch needs a list of requests")
@@ -611,7 +615,7 @@ class Runner:
                 raise RequestError("bad_request", "batches do not nest")
             reply = self.handle(sub)
             replies.append(reply)
-            if not reply["ok"]:
+            if not reply["ok"] and not (sub.get("op") == "read" and sub.get("optional")):
                 break
         return {"replies": replies}
 

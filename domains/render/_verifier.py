@@ -80,6 +80,8 @@ _PIDS = 128
 _MAX_BLEND = 128 << 20
 """Largest saved scene carried to the judge; a bigger one fails the ``script`` gate."""
 _MAX_REPORT = 1 << 20
+_MAX_JUDGE_FILE = 64 << 20
+"""Largest report or PNG read back from the judge."""
 _JUDGE_ATTEMPTS = 2
 _START_GRACE_S = 30.0
 """Starting a blender runner (container or bubblewrap, import bpy, a warm-up render)."""
@@ -169,6 +171,10 @@ class BlenderRender(Verifier[RenderSpec]):
         async with ctx.sandbox(RUNTIME, **limits) as sb:
             await sb.write_files(_WORKER_FILES, readonly=True)
             await sb.write_files({"scene.py": script})
+            # Read back in the exec's own frame (one round trip per session): the report and
+            # the scene, whether or not the job leaves them (what is used is decided below).
+            sb.prefetch("phase_a.json", max_bytes=_MAX_REPORT)
+            sb.prefetch("scene.blend", max_bytes=_MAX_BLEND)
             run = await sb.exec(["python", "-c", _WORKER_LOADER, "script"], timeout=spec.timeout_s)
             phase_a = _process_outcome(run)
             phase_a["log_tail"] = (run.text("stdout") + run.text("stderr"))[-4000:]
@@ -237,6 +243,10 @@ class BlenderRender(Verifier[RenderSpec]):
                 },
                 readonly=True,
             )
+            sb.prefetch("report.json", max_bytes=_MAX_JUDGE_FILE)
+            sb.prefetch("render.png", max_bytes=_MAX_JUDGE_FILE)
+            if job["mesh_export"] is not None:
+                sb.prefetch("scene.stl", max_bytes=int(limits["file_bytes"]))
             run = await sb.exec(
                 ["python", "-c", _WORKER_LOADER, "judge"], timeout=spec.render_timeout_s
             )
@@ -254,7 +264,7 @@ class BlenderRender(Verifier[RenderSpec]):
             if run.returncode < 0:
                 return None
             try:
-                raw = await sb.read_file("report.json", max_bytes=64 << 20)
+                raw = await sb.read_file("report.json", max_bytes=_MAX_JUDGE_FILE)
                 report = json.loads(raw)
             except (FileNotFoundError, BadInput, ValueError):
                 tail = run.text("stderr").strip().splitlines()[-5:]
@@ -266,7 +276,7 @@ class BlenderRender(Verifier[RenderSpec]):
             render = report.get("render")
             if isinstance(render, dict) and render.get("png"):
                 try:
-                    png = await sb.read_file("render.png", max_bytes=64 << 20)
+                    png = await sb.read_file("render.png", max_bytes=_MAX_JUDGE_FILE)
                     render["png_b64"] = base64.b64encode(png).decode()
                 except FileNotFoundError:
                     render.update(ok=False, error="Blender wrote no image")

@@ -96,15 +96,21 @@ def run_script() -> int:
             bpy.ops.file.pack_all()
         except Exception:  # missing files stay unpacked and are reported as missing
             pass
-    saved, save_error = True, ""
-    # Compressed (zstd): ~100 KB instead of ~550 KB (the factory workspaces and screens), so
-    # the scene costs the runners and the host five times less to carry to the judge for
-    # ~4 ms more here. Nothing trusts this file's form: the model's process writes it, and the
-    # judge's reader takes any .blend, compressed or not, under the judge's memory limit.
-    try:
-        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(BLEND_NAME), copy=True, compress=True)
-    except Exception as exc:
-        saved, save_error = False, f"{type(exc).__name__}: {exc}"[:1000]
+    # A script that raised is judged by its error alone (the host never reads its scene), so
+    # its scene is not saved: a failing rollout costs no save, and the host's read-back finds
+    # no file to carry.
+    saved, save_error = error is None, ""
+    # Compressed (zstd): a fraction of the raw size, so the scene costs the runners and the
+    # host less to carry to the judge for a few ms more here. Nothing trusts this file's form:
+    # the model's process writes it, and the judge's reader takes any .blend, compressed or
+    # not, under the judge's memory limit.
+    if saved:
+        try:
+            bpy.ops.wm.save_as_mainfile(
+                filepath=os.path.abspath(BLEND_NAME), copy=True, compress=True
+            )
+        except Exception as exc:
+            saved, save_error = False, f"{type(exc).__name__}: {exc}"[:1000]
     report.update(ok=error is None, error=error, saved=saved, save_error=save_error)
     with open(PHASE_A_REPORT, "w", encoding="utf-8") as fh:
         json.dump(report, fh)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from verifiers.sandbox import Limits, SandboxSettings
 from verifiers.sandbox._client import Channel, RunnerHandle, RunnerSandbox
 from verifiers.sandbox._local import LocalProvider, _system_python
@@ -60,10 +61,24 @@ def test_a_session_is_one_frame_and_constant_files_travel_once() -> None:
                         "print(st.st_size, oct(st.st_mode & 0o777), st.st_uid == os.getuid())\n"
                         "runpy.run_path('solution.py')\n"
                     )
+                    if i == 2:  # what the job leaves comes back in the exec's frame
+                        code += "open('out.txt', 'w').write('made by the job')\n"
+                        for name in ("out.txt", "missing.txt", "solution.py"):
+                            sb.prefetch(name, max_bytes=1 << 20)
                     result = await sb.exec([PY, "-c", code])
                     assert result.ok, result
                     assert result.stdout == f"{len(judge)} 0o444 False\n{i}\n".encode()
-                    assert await sb.read_file("solution.py") == f"print({i})".encode()
+                    if i == 2:
+                        assert await sb.read_file("out.txt", max_bytes=1 << 20) == (
+                            b"made by the job"
+                        )
+                        with pytest.raises(FileNotFoundError):
+                            await sb.read_file("missing.txt", max_bytes=1 << 20)
+                        # A write after the exec drops the prefetched copy: the read sees it.
+                        await sb.write_files({"solution.py": "changed"})
+                        assert await sb.read_file("solution.py", max_bytes=1 << 20) == b"changed"
+                    else:
+                        assert await sb.read_file("solution.py") == f"print({i})".encode()
                 channel.write = original  # type: ignore[method-assign]
                 sessions.append(_frames(sent))
         finally:
@@ -72,10 +87,17 @@ def test_a_session_is_one_frame_and_constant_files_travel_once() -> None:
 
     sessions = asyncio.run(main())
     for i, frames in enumerate(sessions):
-        # begin + 2 writes + exec in one frame; the read alone; end posted at close
-        assert [f["op"] for f in frames] == ["batch", "read", "end"], frames
         ops = frames[0]["ops"]
-        assert [o["op"] for o in ops] == ["begin", "write", "write", "exec"]
+        if i == 2:
+            # begin + 2 writes + exec + 3 optional reads in one frame; the write and the read
+            # after it in one; end posted at close
+            assert [f["op"] for f in frames] == ["batch", "batch", "end"], frames
+            assert [o["op"] for o in ops] == ["begin", "write", "write", "exec", *["read"] * 3]
+            assert all(o["optional"] for o in ops[4:])
+        else:
+            # begin + 2 writes + exec in one frame; the read alone; end posted at close
+            assert [f["op"] for f in frames] == ["batch", "read", "end"], frames
+            assert [o["op"] for o in ops] == ["begin", "write", "write", "exec"]
         kept = ops[2]["files"][".judge/j.py"]
         if i == 0:
             assert set(kept) == {"b64", "keep"}

@@ -257,6 +257,20 @@ def test_batch_runs_in_order_and_stops_at_the_first_failure(runner: RunnerProces
     )
     assert reply["ok"] and len(reply["replies"]) == 1  # the exec never ran
     assert reply["replies"][0]["kind"] == "bad_path"
+    # An optional read (the host's prefetch of a job's outputs) that fails is only its own
+    # reply; a plain one still stops the batch.
+    reply = runner.call(
+        op="batch",
+        ops=[
+            {"op": "read", "path": "nope.txt", "optional": True},
+            {"op": "read", "path": "in.txt"},
+            {"op": "read", "path": "nope.txt"},
+            {"op": "read", "path": "in.txt"},
+        ],
+    )
+    kinds = [r.get("kind") for r in reply["replies"]]
+    assert kinds == ["not_found", None, "not_found"], reply  # the last read never ran
+    assert unb64(reply["replies"][1]["data"]) == b"abc"
     assert runner.call(op="batch", ops=[{"op": "batch", "ops": []}])["kind"] == "bad_request"
     assert runner.call(op="batch", ops="begin")["kind"] == "bad_request"
 

@@ -9,7 +9,8 @@ its colour conversion), a ``.blend`` saved and opened again (the script phase sa
 judge opens it), a packed-image pass, an evaluated mesh and a camera ray cast (the judge's
 inspection). Each of those costs a fresh process milliseconds of CPU the first time only;
 warmed here, a fork inherits it (measured in docs/benchmarks/render.md: ~20 ms of CPU per
-scene). It leaves an empty scene behind and deletes the files it wrote.
+scene). It leaves an empty scene behind (and of the GUI's layouts only the default one, see
+the end) and deletes the files it wrote.
 Trusted code from the runtime definition; it never sees job data.
 """
 
@@ -65,3 +66,15 @@ try:
 finally:
     shutil.rmtree(_folder, ignore_errors=True)
 bpy.ops.wm.read_factory_settings(use_empty=True)
+# The factory startup holds the GUI's eleven workspace layouts and their screens (~400 KB of
+# the ~550 KB every saved scene was). Headless, no window shows them; but every script job
+# wrote them into its scene.blend and every judge job freed them (copy-on-write faults in a
+# fork) and read them back. Only "Layout", the default one, stays, so what a script can
+# reach headless is unchanged (the window manager, one screen with a 3D view to configure).
+_layout = "Layout"
+bpy.data.batch_remove(
+    [
+        *(w for w in bpy.data.workspaces if w.name != _layout),
+        *(s for s in bpy.data.screens if s.name != _layout),
+    ]
+)

@@ -82,6 +82,21 @@ def add(id_, family, script, expected, feedback="", spec=None, honest_after=True
 # -- honest controls ---------------------------------------------------------------------
 add("honest-good-scene", "control", GOOD, "pass")
 add(
+    # The zygote keeps only the factory's default "Layout" workspace and screen (the other ten
+    # GUI layouts are dropped): a script that configures its 3D view the GUI way still works.
+    "honest-configures-the-layout-screen",
+    "control",
+    GOOD
+    + """
+for area in bpy.data.screens["Layout"].areas:
+    if area.type == "VIEW_3D":
+        area.spaces[0].shading.type = "SOLID"
+        area.spaces[0].clip_end = 500.0
+assert bpy.data.workspaces["Layout"].screens[0].name == "Layout"
+""",
+    "pass",
+)
+add(
     "honest-bmesh-table",
     "control",
     FLOOR_CAM_LIGHT
