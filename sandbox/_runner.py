@@ -40,6 +40,12 @@ in this process's memory; later sessions name them by hash (``{"sha": sha256}``)
 sending them again (a constant judge, a fixed test suite). Each is still written as a fresh,
 read-only, root-owned file in the job's own work dir.
 
+An ``exec`` may carry a ``preload`` (trusted Python source from the host, encoded like a kept
+file): the zygote forks a *warm zygote* that runs it once, and every fast-path job naming it is
+forked from there (``Runner.warm_zygote``): a domain's constant harness (code.tests' judge
+modules) is loaded once per runner instead of once per job. A warm zygote never runs or reads
+a job either, so every job still starts from a process that held no job data.
+
 After an ``end`` that could not kill every process of the job or remove its work dir, the
 runner refuses every further session (``kind: "tainted"``): the host recycles it.
 """

@@ -62,7 +62,7 @@ WARM_USED = {
     "id": "xs-warm-used",
     "completion": "```python\nimport sys\n\ndef warm():\n"
     "    kept = sys.modules.get('__verifiers_judge_preload__')\n"
-    "    return kept is not None and len(kept.modules) == 3 and all(\n"
+    "    return kept is not None and len(kept.modules) >= 3 and all(\n"
     "        sys.modules[m.__name__] is m for m in kept.modules)\n```\n",
     "task": {
         "verifier": "code.tests",
