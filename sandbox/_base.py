@@ -97,6 +97,9 @@ class Command:
     """Overrides ``limits.timeout_s`` when given."""
     limits: Limits | None
     """This command's limits (None: the session's)."""
+    preload: bytes | None = None
+    """Trusted Python source a backend may run once in a warm process this command is then
+    forked from (see :meth:`Sandbox.exec`); None: none."""
 
 
 class Sandbox(AsyncContext, ABC):
@@ -114,9 +117,17 @@ class Sandbox(AsyncContext, ABC):
         cwd: str | None = None,
         timeout: float | None = None,
         limits: Limits | None = None,
+        preload: bytes | None = None,
     ) -> ExecResult:
         """Run ``argv`` (never a shell string) in the work dir. ``timeout`` overrides
         ``limits.timeout_s``. Raises only when the provider itself fails.
+
+        ``preload``: Python source *the caller* owns (a domain's constant harness, never
+        model output: it runs outside the job, as the sandbox's runner user). A backend that
+        forks Python jobs from a warm zygote (the runner's) may run it once in a fork of
+        that zygote and fork this command from there when ``argv`` runs the runtime's
+        interpreter plainly; the command must behave the same without it (backends are free
+        to ignore it), so it can only make a start cheaper.
 
         Backends implement :meth:`_exec`, which gets the checked :class:`Command`: the
         signature and the argv check live here once (a backend may still override this).
@@ -126,7 +137,9 @@ class Sandbox(AsyncContext, ABC):
         """
         if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
             raise BadInput("argv must be a non-empty list of strings (never a shell string)")
-        return await self._exec(Command(list(argv), stdin, dict(env or {}), cwd, timeout, limits))
+        return await self._exec(
+            Command(list(argv), stdin, dict(env or {}), cwd, timeout, limits, preload)
+        )
 
     async def _exec(self, command: Command) -> ExecResult:
         """Run one checked command (what a backend implements, unless it overrides exec)."""

@@ -489,6 +489,12 @@ class RunnerSandbox(Sandbox):
         }
         if stdin:
             request["stdin"] = b64(stdin)
+        preload = _digest(command.preload) if command.preload else ""
+        if preload:  # sent once per runner, then named by hash (see Runner.warm_zygote)
+            known = preload in self._worker.kept
+            request["preload"] = (
+                {"sha": preload} if known else {"b64": b64(command.preload or b""), "keep": preload}
+            )
         started = time.monotonic()
         # A starved job may run on up to STARVE_GRACE times its timeout (the runner decides).
         host_timeout = budget * STARVE_GRACE + self._settings.host_grace_s + lim.output_bytes / 50e6
@@ -512,6 +518,10 @@ class RunnerSandbox(Sandbox):
                 raise BadInput(f"sandbox exec refused: {reply.get('error')}")
             self._tainted = str(reply.get("error"))
             raise InfraError(f"sandbox runner failed: {reply.get('error')}")
+        if preload:
+            # The runner kept it (or has it already); if it could not, naming it by hash
+            # next time only means that job runs on the plain zygote.
+            self._worker.kept.setdefault(preload, len(command.preload or b""))
         result = ExecResult(
             returncode=int(reply["returncode"]),
             stdout=unb64(reply["stdout"]),

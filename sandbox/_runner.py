@@ -42,6 +42,12 @@ in this process's memory; later sessions name them by hash (``{"sha": sha256}``)
 sending them again (a constant judge, a fixed test suite). Each is still written as a fresh,
 read-only, root-owned file in the job's own work dir.
 
+An ``exec`` may carry a ``preload`` (trusted Python source from the host, encoded like a kept
+file): the zygote forks a *warm zygote* that runs it once, and every fast-path job naming it is
+forked from there (``Runner.warm_zygote``): a domain's constant harness (code.tests' judge
+modules) is loaded once per runner instead of once per job. A warm zygote never runs or reads
+a job either, so every job still starts from a process that held no job data.
+
 After an ``end`` that could not kill every process of the job or remove its work dir, the
 runner refuses every further session (``kind: "tainted"``): the host recycles it.
 """
@@ -512,6 +518,10 @@ class Runner:
         self.keep_limit = int(config.get("keep_bytes", 16 << 20))
         self.zygote: socket.socket | None = None
         self.zygote_pid = 0
+        self.warm: dict[str, _WarmZygote] = {}
+        """Warm zygotes by the digest of their preload (see :meth:`warm_zygote`), oldest first."""
+        self.warm_refused: set[str] = set()
+        """Preloads that failed once: their jobs run on the zygote from then on."""
         self.preload_error = ""
         self.preload_vm = 0
         """Address space of the zygote after its preload (0 without one)."""
@@ -929,6 +939,8 @@ class Runner:
         env.setdefault("PATH", self.path)
         env.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
         stdin_data = unb64(request["stdin"]) if request.get("stdin") else b""
+        # Before the job's clock starts: a new warm zygote's preload is the runner's time.
+        warm = self.warm_zygote(request.get("preload")) if "preload" in request else None
 
         oom_before = _oom_kills()
         job_cgroups = self.job_cgroup = self.job_cgroups(limits)
@@ -940,8 +952,13 @@ class Runner:
         window = CpuWindow(timeout, float(cpu_budget) if cpu_budget is not None else timeout)
         fast = self.fast_python(argv, env)
         job = _Job(argv, env, cwd, limits, timeout, (in_r, out_w, err_w))
-        pid = self._spawn_fast(fast, job) if fast else 0
-        via = self.zygote if pid else None
+        pid = self._spawn_fast(fast, job, warm) if fast and warm is not None else 0
+        via = warm.sock if pid and warm is not None else None
+        if pid == 0 and warm is not None:
+            self.drop_warm(warm)
+        if pid == 0 and fast:
+            pid = self._spawn_fast(fast, job) if self.zygote is not None else 0
+            via = self.zygote if pid else None
         launched = False
         if pid == 0:
             fast = None
@@ -995,12 +1012,14 @@ class Runner:
             "starved": bool(starvation and starvation["starved"]),
             "starvation": starvation,
             "fast": fast is not None,
+            "warm": via is not None and warm is not None and via is warm.sock,
             "launched": launched,
         }
 
-    def _spawn_fast(self, fast: list[str], job: _Job) -> int:
-        """Have the zygote fork the job; returns its pid, or 0 when the zygote is gone."""
-        assert self.zygote is not None
+    def _spawn_fast(self, fast: list[str], job: _Job, warm: _WarmZygote | None = None) -> int:
+        """Have the zygote (or ``warm``) fork the job; returns its pid, or 0 when it is gone."""
+        sock = warm.sock if warm is not None else self.zygote
+        assert sock is not None
         spec_r, spec_w = os.pipe()
         spec = {"fast": fast, **job.spec()}
         data = memoryview(json.dumps(spec).encode("utf-8"))
@@ -1017,15 +1036,16 @@ class Runner:
             os.close(spec_w)
             spec_w = -1
         try:
-            socket.send_fds(self.zygote, [b"F"], [*job.stdio, spec_r])
-            reply = _recv_exact(self.zygote, 4)
+            socket.send_fds(sock, [b"F"], [*job.stdio, spec_r])
+            reply = _recv_exact(sock, 4)
         except OSError:
             reply = b""
         os.close(spec_r)
         if len(reply) != 4:
             if spec_w >= 0:
                 os.close(spec_w)
-            self.zygote = None  # fall back to fork+exec from now on
+            if warm is None:
+                self.zygote = None  # fall back to fork+exec from now on
             return 0
         (pid,) = struct.unpack(">i", reply)
         if spec_w >= 0:  # a spec larger than the pipe buffer: the rest now
@@ -1289,7 +1309,149 @@ class Runner:
         self.zygote = ours
         self.zygote_pid = pid
 
-    def _zygote_loop(self, sock: socket.socket) -> None:
+    def warm_zygote(self, encoded: Any) -> _WarmZygote | None:
+        """The warm zygote for a job's ``preload``, started on first use; None to use the zygote.
+
+        ``preload`` (``{"sha": h}`` for a kept file, or ``{"b64": .., "keep": h}``) is Python
+        source from the host, trusted like a runtime's preload: a domain's constant harness
+        (code.tests' judge modules), never a job's file. It runs once, as the runner's user,
+        in a fork of the zygote (which never holds job data), and every job that names it is
+        then a fork of that process: the job skips loading the harness itself. Nothing else
+        changes for the job: it gets its session, rlimits, cgroup, seccomp filter and uid
+        exactly as a fork of the zygote does, and a job never runs in a process that ran
+        another job. At most :data:`WARM_ZYGOTES` are kept (the oldest goes); one whose
+        preload fails is never tried again on this runner, and a job falls back to the zygote
+        whenever a warm zygote is missing, refused or gone (same result, slower).
+
+        Raises:
+            RequestError: ``preload`` is not such an object, or its bytes do not match ``h``.
+        """
+        if not isinstance(encoded, dict):
+            raise RequestError("bad_request", "preload must be {'sha': h} or {'b64':..,'keep': h}")
+        digest = str(encoded.get("sha") or encoded.get("keep") or "")
+        if self.zygote is None or not digest or digest in self.warm_refused:
+            return None
+        warm = self.warm.pop(digest, None)
+        if warm is not None:
+            self.warm[digest] = warm  # most recently used last
+            return warm
+        if "sha" in encoded:
+            data = self.kept.get(digest)
+            if data is None:
+                return None  # not kept (over the limit): the zygote serves this job
+        else:
+            data = unb64(str(encoded.get("b64", "")))
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise RequestError("bad_request", "preload does not match its hash")
+            if digest not in self.kept and self.kept_bytes + len(data) <= self.keep_limit:
+                self.kept[digest] = data
+                self.kept_bytes += len(data)
+        while len(self.warm) >= WARM_ZYGOTES:
+            self.drop_warm(next(iter(self.warm.values())))
+        warm = self._start_warm(digest, data)
+        # The zygote reaped any warm zygote that died on its own while it forked this one:
+        # forget those now, before a job could be given a pid of theirs (which the sweep
+        # would then skip as one of ours).
+        for known in list(self.warm.values()):
+            if _is_zombie(known.pid):  # also true when it is gone
+                self.drop_warm(known)
+        if warm is None:
+            self.warm_refused.add(digest)
+        else:
+            self.warm[digest] = warm
+        return warm
+
+    def _start_warm(self, digest: str, source: bytes) -> _WarmZygote | None:
+        """Have the zygote fork a warm zygote that runs ``source``; None when it fails."""
+        assert self.zygote is not None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        source_r, source_w = os.pipe()
+        try:
+            socket.send_fds(self.zygote, [b"P"], [theirs.fileno(), source_r])
+        except OSError:
+            self.zygote = None
+        finally:
+            theirs.close()
+            os.close(source_r)
+        try:
+            if self.zygote is not None:
+                _write_all(source_w, source)
+        except OSError:
+            pass  # the warm zygote died early: it sends no ready line
+        finally:
+            os.close(source_w)
+        reply = _recv_exact(self.zygote, 4) if self.zygote is not None else b""
+        if len(reply) != 4:
+            self.zygote = None
+            ours.close()
+            return None
+        (pid,) = struct.unpack(">i", reply)
+        self.ancestors.add(pid)  # never swept as a job process
+        readable, _, _ = select.select([ours], [], [], WARM_START_S)
+        answer = ours.recv(64) if readable else b""
+        if answer[:1] != b"R":
+            ours.close()
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            return None
+        return _WarmZygote(ours, pid)
+
+    def drop_warm(self, warm: _WarmZygote) -> None:
+        """Stop using ``warm``: its zygote (the parent) reaps it."""
+        for digest, known in list(self.warm.items()):
+            if known is warm:
+                del self.warm[digest]
+        warm.sock.close()
+        try:
+            os.kill(warm.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.ancestors.discard(warm.pid)  # a zombie until the zygote reaps it: never reused
+
+    def _fork_warm(self, sock: socket.socket, their_fd: int, source_fd: int) -> None:
+        """In the zygote: fork a warm zygote (see :meth:`warm_zygote`) and report its pid."""
+        while True:  # warm zygotes that are gone: the zygote is their parent
+            try:
+                gone, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if gone == 0:
+                break
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sock.close()
+                theirs = socket.socket(fileno=their_fd)
+                chunks = []
+                while True:
+                    chunk = os.read(source_fd, 1 << 20)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                os.close(source_fd)
+                problem = _run_preload(b"".join(chunks).decode("utf-8"))
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except (OSError, ValueError):
+                        pass
+                self.preload_vm = _vm_size()
+                answer = b"R%d" % self.preload_vm
+                theirs.sendall(answer if problem is None else b"E" + problem.encode()[:60])
+                if problem is None:
+                    self._zygote_loop(theirs, warm=True)
+            finally:
+                os._exit(0)
+        os.close(their_fd)
+        os.close(source_fd)
+        sock.sendall(struct.pack(">i", pid))
+
+    def _zygote_loop(self, sock: socket.socket, *, warm: bool = False) -> None:
+        """Fork a job per ``F`` message (its three stdio fds and its spec pipe), report its
+        pid, wait for it and report its end. The zygote (``warm`` false) also forks warm
+        zygotes on ``P`` (see :meth:`warm_zygote`); a warm zygote forks jobs only."""
         # What every python job needs, imported once here instead of in each job.
         import atexit  # noqa: F401
         import runpy  # noqa: F401
@@ -1301,7 +1463,10 @@ class Runner:
 
         while True:
             message, fds, _, _ = socket.recv_fds(sock, 16, 8)
-            if not message or len(fds) != 4:
+            if message == b"P" and len(fds) == 2 and not warm:
+                self._fork_warm(sock, fds[0], fds[1])
+                continue
+            if message != b"F" or len(fds) != 4:
                 return
             pid = os.fork()
             if pid == 0:
@@ -1499,6 +1664,8 @@ class Runner:
             # Out of step with us: never use it again.
             if via is self.zygote:
                 self.zygote = None
+            elif any(via is w.sock for w in self.warm.values()):
+                self.drop_warm(next(w for w in self.warm.values() if via is w.sock))
             elif self.launcher is not None and via is self.launcher.sock:
                 self.retire_launcher()
         return signal.SIGKILL, None
@@ -1754,6 +1921,14 @@ class Runner:
         finally:
             os.close(fd)
         return {"data": b64(b"".join(chunks))}
+
+
+class _WarmZygote:
+    """A zygote with a job's preload run in it (see :meth:`Runner.warm_zygote`)."""
+
+    def __init__(self, sock: socket.socket, pid: int) -> None:
+        self.sock = sock
+        self.pid = pid
 
 
 @dataclasses.dataclass
@@ -2028,6 +2203,10 @@ def _launch_in_thread(
 
 _FAST_ENV = ("PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE", "PYTHONPATH")
 _ZYGOTE_DONE = struct.Struct(">iddd")
+WARM_ZYGOTES = 2
+"""Warm zygotes a runner keeps (one per preload; see ``Runner.warm_zygote``)."""
+WARM_START_S = 30.0
+"""How long a warm zygote's preload may take before the runner gives up on it."""
 
 
 class _Usage:

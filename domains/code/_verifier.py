@@ -25,6 +25,7 @@ from verifiers.types import Result, Trajectory
 
 from . import _callgen, _judge_record
 from ._compare import printable
+from ._judge_boot import preload_source
 from ._kinds import Outcome, TestKind, kind_for
 from ._languages import BUILD_DIR, BUILD_MEMORY_MB, Language, judge_files, language_for
 from ._spec import CodeTestsSpec
@@ -125,7 +126,11 @@ class CodeTests(Verifier[CodeTestsSpec]):
             # named like them), all read-only, so the job can change neither the judge nor the
             # program the io cases run. The sandbox sends it in the exec's frame (one round
             # trip per sample) and the constant judge files only once per runner.
-            await sb.write_files({**files, **judge_files(lang)}, readonly=True)
+            judge = judge_files(lang)
+            await sb.write_files({**files, **judge}, readonly=True)
+            # The judge's modules, loaded once per runner in a warm zygote that every judge
+            # of that runner is forked from (``_judge_boot``: same judge, cheaper start).
+            preload = preload_source(judge[".judge/harness.bin"])
             built: dict[str, Any] | None = None
             if lang.toolchain is not None:
                 # Two execs in one session (one work dir): the build, under its own deadline
@@ -136,6 +141,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 build_timeout = spec.compile_timeout_s + STARTUP_GRACE_S
                 res = await sb.exec(
                     list(lang.judge_argv),
+                    preload=preload,
                     stdin=json.dumps({**job, "phase": "build"}).encode(),
                     timeout=min(build_timeout, exec_timeout),
                 )
@@ -146,6 +152,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
                     run_timeout = spec.timeout_s + STARTUP_GRACE_S
                     res = await sb.exec(
                         list(lang.judge_argv),
+                        preload=preload,
                         stdin=json.dumps({**job, "nonce": nonce, "phase": "run"}).encode(),
                         timeout=min(run_timeout, left) if left > 0 else run_timeout,
                     )
@@ -154,6 +161,7 @@ class CodeTests(Verifier[CodeTestsSpec]):
             else:
                 res = await sb.exec(
                     list(lang.judge_argv),
+                    preload=preload,
                     stdin=json.dumps(job).encode(),
                     timeout=exec_timeout,
                 )

@@ -347,6 +347,133 @@ except OSError:
 os.kill(-1, signal.SIGKILL)
 """,
     ),
+    (
+        "warm-signal",
+        "walk up from the judge to the runner's warm zygote (every judge of the runner is forked "
+        "from it), the zygote and the runner, and SIGSTOP, SIGUSR1, SIGTERM and SIGKILL each; "
+        "lower their limits (prlimit RLIMIT_NPROC/NOFILE) and priority, ptrace them and read "
+        "their /proc mem, so the next judge is never forked, or forked crippled",
+        "the warm zygote runs as the runner's user (root in the container / user namespace), "
+        "never the job uid: signals, ptrace and its /proc files are refused (EPERM), and the "
+        "hands-off seccomp filter refuses prlimit/setpriority on other pids; were it gone, the "
+        "runner falls back to the zygote (same judge, same verdict)",
+        r"""
+import ctypes, os, resource, signal
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def parent(pid):
+    with open("/proc/%d/stat" % pid) as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[1])
+
+
+chain = []
+pid = os.getppid()  # the judge
+while pid > 1 and len(chain) < 8:
+    chain.append(pid)
+    try:
+        pid = parent(pid)
+    except (OSError, ValueError, IndexError):
+        break
+for target in chain[1:]:  # the warm zygote, the zygote, the runner, ...
+    libc.ptrace(16, target, 0, 0)
+    try:
+        with open("/proc/%d/mem" % target, "rb") as fh:
+            fh.read(1)
+    except OSError:
+        pass
+    for res in (resource.RLIMIT_NPROC, resource.RLIMIT_NOFILE):
+        try:
+            resource.prlimit(target, res, (1, 1))
+        except (ValueError, OSError):
+            pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, target, 19)
+    except OSError:
+        pass
+    for s in (signal.SIGSTOP, signal.SIGUSR1, signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(target, s)
+        except OSError:
+            pass
+""",
+    ),
+    (
+        "warm-preload",
+        "tamper with what the warm zygote preloaded, as the candidate sees it in its own memory "
+        "(the kept bundle's bytes and __main__ code, the judge modules' functions), and plant a "
+        "forged .judge/harness.bin in every scratch place, hoping the next judge boots from it",
+        "the candidate's memory is its own copy (two forks below the warm zygote, which no job "
+        "can write to); each judge boots from the harness.bin the host wrote read-only into its "
+        "own work dir, and uses the preloaded bundle only when it equals that file byte for byte",
+        r"""
+import os, sys
+kept = sys.modules.get("__verifiers_judge_preload__")
+if kept is not None:
+    kept.blob = b"xs-residue"
+    kept.main = compile("print('xs-residue')", "<xs>", "exec")
+for name in list(sys.modules):
+    if name.startswith("verifiers.domains.code."):
+        module = sys.modules[name]
+        for attr in ("line", "check", "parse", "decode"):
+            if hasattr(module, attr):
+                setattr(module, attr, lambda *a, **k: None)
+for folder in ("/tmp", "/var/tmp", "/dev/shm", os.path.expanduser("~"), os.getcwd()):
+    try:
+        os.makedirs(os.path.join(folder, ".judge"), exist_ok=True)
+        with open(os.path.join(folder, ".judge", "harness.bin"), "wb") as fh:
+            fh.write(b"xs-residue")
+    except OSError:
+        pass
+""",
+    ),
+    (
+        "warm-control",
+        "forge the zygotes' control traffic: send a fork request ('F' with four fds) and a "
+        "warm-zygote request ('P' with a pipe holding code) on every fd the candidate has, "
+        "write those bytes into every fd of every process it can open in /proc, and leave a "
+        "process that keeps trying while the next job is handed over",
+        "the control sockets are socketpairs between the runner and its zygotes (no name, no "
+        "path), closed in every job before any job code runs; a job's fds are its own pipes, "
+        "and the zygotes' /proc fd folders are closed to the job uid; the process is swept "
+        "before the next session",
+        DAEMON
+        + r'''
+_daemon(r"""
+import os, time
+end = time.time() + 20
+me = os.getpid()
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        for fd in range(0, 16):
+            try:
+                with open("/proc/%s/fd/%d" % (pid, fd), "wb", buffering=0) as fh:
+                    fh.write(b"P" + b"F" * 15)
+            except OSError:
+                pass
+    time.sleep(0.05)
+""")
+import socket
+r, w = os.pipe()
+os.write(w, b"open('/tmp/xs-residue-warm', 'w').close()\n")
+os.close(w)
+for fd in range(0, 64):
+    try:
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        continue
+    try:
+        socket.send_fds(sock, [b"P"], [r, r])
+        socket.send_fds(sock, [b"F"], [0, 1, 2, r])
+    except OSError:
+        pass
+    finally:
+        sock.close()
+time.sleep(0.2)
+''',
+    ),
 ]
 
 PROBE = r"""
