@@ -171,6 +171,8 @@ def _config(kwargs: Mapping[str, Any]) -> _Config:
 
 
 _ROWS_MEMO_MAX = 1024
+_NO_INFO: Mapping[str, Any] = {}
+_PLAIN_TRUTHS = frozenset({str, int, float, bool, type(None)})
 
 
 class _Rows:
@@ -212,13 +214,19 @@ class _Rows:
         ground_truth: Any,
         extra_info: Mapping[str, Any] | None,
     ) -> dict[str, Any] | Result:
-        info = extra_info if isinstance(extra_info, Mapping) else {}
+        # ``type(x) in`` first: the usual shapes (no extra_info, a plain ground truth) skip
+        # the ABC checks, which cost a tenth of the adapter's own work per sample.
+        info = (
+            extra_info if type(extra_info) is dict or isinstance(extra_info, Mapping) else _NO_INFO
+        )
         task: Any = MISSING
         reference: Any = ground_truth
         if info.get("task") is not None:
             task = info["task"]
-        elif isinstance(ground_truth, Mapping) and (
-            "verifier" in ground_truth or "checks" in ground_truth
+        elif (
+            type(ground_truth) not in _PLAIN_TRUTHS
+            and isinstance(ground_truth, Mapping)
+            and ("verifier" in ground_truth or "checks" in ground_truth)
         ):
             task, reference = dict(ground_truth), MISSING
         defaults = self.defaults(data_source)
