@@ -129,8 +129,16 @@ def load_baseline(directory: str) -> dict[str, ModuleType]:
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
+            # Run under the canonical name: verl.py, loaded under another name, hands out the
+            # canonical module's functions (for veRL's file loader), which would measure the
+            # current code as "(before)".
+            code = spec.loader.get_code(spec.name)  # type: ignore[attr-defined]
             sys.modules[f"verifiers.rl_adapters.{name}"] = module
+            module.__name__ = f"verifiers.rl_adapters.{name}"
+            try:
+                exec(code, module.__dict__)
+            finally:
+                module.__name__ = spec.name
             modules[name] = module
     finally:
         for name, previous in saved.items():

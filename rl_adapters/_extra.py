@@ -73,12 +73,36 @@ _STATUS_VALUES = {
 (one C-level dict copy; this runs for every sample of a batch)."""
 
 
+_SCORED_VALUES = {key: {"score": 0.0, **values} for key, values in _STATUS_VALUES.items()}
+""":data:`_STATUS_VALUES` behind a ``score`` key, for :func:`scored_values`."""
+
+
 def extra_values(result: Result, components: Sequence[str] = ()) -> dict[str, float]:
     """One sample's values for :func:`extra_keys` (same keys, same order, every time)."""
     status = result.status
     kind = result.error.kind if result.error is not None else None
     template = _STATUS_VALUES.get((status, kind))
     out = dict(template) if template is not None else _status_values(status, kind)
+    return _add_components(out, result, components)
+
+
+def scored_values(score: float, result: Result, components: Sequence[str] = ()) -> dict[str, float]:
+    """``{"score": score, **extra_values(result, components)}``, built as one dict copy (veRL's
+    per-sample return value, made once per sample)."""
+    status = result.status
+    kind = result.error.kind if result.error is not None else None
+    template = _SCORED_VALUES.get((status, kind))
+    if template is None:
+        out = {"score": score, **_status_values(status, kind)}
+    else:
+        out = template.copy()
+        out["score"] = score
+    return _add_components(out, result, components)
+
+
+def _add_components(
+    out: dict[str, float], result: Result, components: Sequence[str]
+) -> dict[str, float]:
     if components:
         judged = result_reward(result) is not None
         for name in components:

@@ -21,7 +21,9 @@ frozen ``Task`` is shared by every row built from the string, so the engine vali
 task once per string instead of once per completion. A row that brings only a reference (veRL's
 ``ground_truth`` under ``reward_kwargs.verifier``, a reference column) gets the same: one
 validated default task per exact reference (:data:`REFERENCES`, keyed by the reference's type
-and value and the defaults' content, never by position or a digest). Whenever that fast path does not apply
+and value and the defaults' content, never by position or a digest), from the reference's
+second row on (a reference seen once is cheaper as a task dict inside the trajectory the
+engine validates anyway). Whenever that fast path does not apply
 as it stands (the string is not a valid task, or its reference must be filled in from a
 column), the row takes the plain dict path and is judged exactly as before. Rows built from
 the same string share nested values (``spec``, ``reference``): treat items as read-only, as
@@ -106,9 +108,10 @@ class TaskDefaults:
 
         Memoised in :data:`REFERENCES` by the exact reference (its type and value: ``"3"``,
         ``3``, ``3.0`` and ``True`` are four keys; two strings share a key only when they are
-        equal code point for code point) and these defaults' content. ``None`` when it does
-        not validate as it stands (or the defaults are not JSON): the caller then takes the
-        dict path, which reports the problem exactly as before.
+        equal code point for code point) and these defaults' content. ``None`` the first time
+        a reference is seen, or when it does not validate as it stands (or the defaults are
+        not JSON): the caller then takes the dict path, which judges it (and reports any
+        problem) exactly as before.
         """
         if self._key is None:
             return None
@@ -158,6 +161,12 @@ class TaskMemo:
         validate: The validated task of a key (``None``: not valid as it stands); the default
             parses a JSON task string.
         size: A key's size in characters (default ``len``).
+        from_second: Validate a key only when it comes back: its first lookup records it and
+            answers ``None`` (the caller's dict path, judged exactly as before). For keys whose
+            validation costs more than it saves once (a small default task: validating it
+            apart and then the trajectory around it cost more than the engine validating the
+            trajectory with the task dict inside), so a reference seen once (a fresh ground
+            truth per sample) pays a dict lookup, not a second validation.
     """
 
     def __init__(
@@ -167,8 +176,10 @@ class TaskMemo:
         max_chars: int,
         validate: Callable[[Any, Any], Task | None] | None = None,
         size: Callable[[Any], int] = len,
+        from_second: bool = False,
     ) -> None:
         self.items, self.chars, self.max_chars = items, chars, max_chars
+        self.from_second = from_second
         self._validate = validate or _validate_task_json
         self._size = size
         self._young: dict[Any, Task | None] = {}
@@ -183,10 +194,13 @@ class TaskMemo:
         task it is); it is not part of the key, so the key must name all it depends on.
         """
         task = self._young.get(key, MISSING)
-        if task is not MISSING:
+        if task is not MISSING and task is not _SEEN:
             return task  # type: ignore[no-any-return]
-        task = self._old.get(key, MISSING)
         if task is MISSING:
+            task = self._old.get(key, MISSING)
+        if task is MISSING and self.from_second:
+            task = _SEEN  # first sight: recorded, not validated (the caller's dict path)
+        elif task is MISSING or task is _SEEN:
             task = self._validate(key, context)
         size = self._size(key)
         if size <= self.max_chars:
@@ -198,7 +212,7 @@ class TaskMemo:
                     self._old, self._young, self._young_chars = self._young, {}, 0
                 self._young[key] = task
                 self._young_chars += size
-        return task  # type: ignore[no-any-return]
+        return None if task is _SEEN else task  # type: ignore[no-any-return]
 
     def clear(self) -> None:
         """Forget every entry."""
@@ -207,6 +221,10 @@ class TaskMemo:
 
     def __len__(self) -> int:
         return len(self._young) + len(self._old)
+
+
+_SEEN: Any = _Missing()
+"""A :class:`TaskMemo` entry of a ``from_second`` key looked up once: not validated yet."""
 
 
 def _validate_task_json(text: str | bytes, _context: Any = None) -> Task | None:
@@ -239,9 +257,11 @@ REFERENCES = TaskMemo(
     _PARSE_CACHE_MAX_CHARS,
     validate=_validate_default_task,
     size=_reference_size,
+    from_second=True,
 )
 """Default tasks by ``(defaults, type(reference), reference)``: veRL's ``ground_truth`` column
-and the adapters' reference columns (same bounds as :data:`TASKS`)."""
+and the adapters' reference columns (same bounds as :data:`TASKS`; validated from a
+reference's second row on: a GRPO group's, an epoch's)."""
 
 _MEMO_REFERENCE_TYPES = (str, int, float)
 """References memoised as they stand (exact types only: a subclass may redefine equality)."""
@@ -337,6 +357,8 @@ def make_item(
             # veRL's ground truth (or a reference column) under the adapter's default
             # verifier: one validated Task per exact reference, not a task dict per row.
             built = defaults.validated(reference)
+            if built is None and (defaults.verifier is not None or defaults.checks):
+                built = defaults.task(reference)  # what the general path below builds
     if built is None:
         try:
             built = _build_task(

@@ -16,7 +16,9 @@ engine's own: this class only owns the thread. The trainer adapters build on it
 (:class:`verifiers.rl_adapters.Scorer` is this class with ``machine_concurrency="auto"``) and
 use only its public methods: :meth:`SyncEngine.submit` to start a batch and collect it later
 (TRL scores a batch once for all of its reward functions), :meth:`SyncEngine.run` to run
-their own coroutine next to the engine (OpenRLHF's group rendezvous waits on this loop).
+their own coroutine next to the engine (OpenRLHF's group rendezvous waits on this loop),
+:meth:`SyncEngine.score_now` for one sample's verdict when it needs no waiting (veRL's
+per-sample ``compute_score``).
 
 The fast path: a verdict that needs no waiting (an inline verifier such as ``answer.numeric``,
 a bad input) is made on the caller's own thread, by the engine's own preparation step
@@ -121,6 +123,29 @@ class SyncEngine:
     def score_one(self, item: Item) -> Result:
         """Score one item (blocking)."""
         return self.score([item])[0]
+
+    def score_now(self, item: Item) -> Result | None:
+        """``item``'s verdict if it needs no waiting, made on this thread; else ``None``.
+
+        The fast path of :meth:`score` for one item, without its batch around it: the same
+        engine step (``Engine._prepare``: validation, resolution, error boundary, stamp), so
+        the result is field for field what :meth:`score` returns. ``None`` when the item
+        needs judging (a sandbox, a worker, a deadline) or ``fail_fast_after`` is set: then
+        score it with :meth:`score` or :meth:`score_async` (it is prepared again there; no
+        verdict was made). For callers that score one sample per call: veRL's per-sample
+        ``compute_score``, where the batch wrapper cost more than a twentieth of a verdict.
+
+        It never blocks, so it is safe from any thread (the engine's own loop thread too).
+
+        Raises:
+            RuntimeError: the engine is closed.
+        """
+        if self._loop is None or self._closed:
+            self._ensure_loop()  # refuses a closed engine; the loop is needed to close it later
+        if self.settings.fail_fast_after:
+            return None
+        ready = (self._engine or self._engine_now())._prepare(item)
+        return ready if isinstance(ready, Result) else None
 
     async def score_async(self, items: Iterable[Item]) -> list[Result]:
         """Score ``items`` from any event loop without blocking it; results in input order.

@@ -224,6 +224,13 @@ VARIABLES: tuple[Variable, ...] = (
         "CI only: the Python 3.11 that builds the local bpy venv.",
         ".ci/setup.d/30-blender.sh",
     ),
+    Variable(
+        "VERIFIERS_CI_MYPY_CACHE",
+        "~/.cache/verifiers/ci-mypy",
+        "CI only: mypy's incremental cache for the wheel's type check, kept between runs; "
+        "empty: a cold run.",
+        ".ci/check_wheel.sh",
+    ),
 )
 """Every variable, grouped by the part of the project that reads it."""
 

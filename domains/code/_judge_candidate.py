@@ -119,8 +119,19 @@ def _exc_info(exc: BaseException, tb_lines: int = 8) -> dict[str, Any]:
     }
 
 
-def _candidate_main(rpc_in: int, rpc_out: int) -> None:
-    """Serve remote calls on the model's module (runs in the candidate process)."""
+def _candidate_main(
+    rpc_in: int,
+    rpc_out: int,
+    *,
+    exc_info: Callable[[BaseException], dict[str, Any]] = _exc_info,
+    write_msg: Callable[[int, Any], None] = _write_msg,
+) -> None:
+    """Serve remote calls on the model's module (runs in the candidate process).
+
+    ``exc_info`` (an exception's reply) and ``write_msg`` (one framed reply) are hooks for a
+    server built on this one: workspace's project process names an exception's builtin bases
+    and flushes the project's output before each reply (domains/workspace/_project_server.py).
+    """
     import importlib.util
 
     # Before any model code: the candidate cannot act on the judge (see _hands_off_filter).
@@ -171,14 +182,14 @@ def _candidate_main(rpc_in: int, rpc_out: int) -> None:
                 try:
                     spec.loader.exec_module(module)
                 except Exception as exc:
-                    load_error = _exc_info(exc)
+                    load_error = exc_info(exc)
                 reply: dict[str, Any] = {"seq": seq, "ok": load_error is None}
                 if load_error:
                     reply["exc"] = load_error
-                _write_msg(rpc_out, reply)
+                write_msg(rpc_out, reply)
                 continue
             if load_error is not None:
-                _write_msg(rpc_out, {"seq": seq, "exc": load_error, "load": True})
+                write_msg(rpc_out, {"seq": seq, "exc": load_error, "load": True})
                 continue
             target: Any = module if req.get("ref") is None else unref({"id": req["ref"]})
             for name in req.get("path", []):
@@ -221,9 +232,9 @@ def _candidate_main(rpc_in: int, rpc_out: int) -> None:
                 ]
             else:
                 raise ValueError(f"unknown op {op!r}")
-            _write_msg(rpc_out, {"seq": seq, "value": encode(result, ref)})
+            write_msg(rpc_out, {"seq": seq, "value": encode(result, ref)})
         except Exception as exc:
-            _write_msg(rpc_out, {"seq": seq, "exc": _exc_info(exc)})
+            write_msg(rpc_out, {"seq": seq, "exc": exc_info(exc)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -713,9 +724,20 @@ class Candidate:
             raise CandidateError("raised", info)
         gen = self.generation
         try:
-            return decode(reply.get("value"), lambda d: _remote(self, gen, d["id"], [], d))
+            return decode(reply.get("value"), lambda d: self.proxy(gen, d["id"], [], d))
         except CodecError as exc:
             raise CandidateError("dead", {"type": "ProtocolError", "message": str(exc)}) from None
+
+    def proxy(
+        self, gen: int | None, ref: int | None, path: list[str], meta: dict[str, Any]
+    ) -> Remote:
+        """A handle for a candidate object: callable only when the candidate's object is.
+
+        Every handle this candidate hands out is made here: a subclass hands out its own
+        :class:`Remote` subclasses (workspace's project process does).
+        """
+        cls = RemoteCallable if meta.get("callable") is True else Remote
+        return cls(self, gen, ref, path, meta)
 
     def encode_arg(self, value: Any) -> Any:
         def ref(obj: Any) -> Any:
@@ -817,14 +839,6 @@ def _rebuild_exception(err: CandidateError) -> Exception:
     return err
 
 
-def _remote(
-    cand: Candidate, gen: int | None, ref: int | None, path: list[str], meta: dict[str, Any]
-) -> Remote:
-    """A handle for a candidate object: callable only when the candidate's object is."""
-    cls = RemoteCallable if meta.get("callable") is True else Remote
-    return cls(cand, gen, ref, path, meta)
-
-
 def _stale(cand: Candidate, gen: int | None, ref: int | None) -> dict[str, Any] | None:
     """The fault of a handle from a candidate process since restarted (also set as the
     candidate's), or None for a live one.
@@ -863,7 +877,7 @@ def _resolve(cand: Candidate, gen: int | None, ref: int | None, path: list[str],
             cand.fault = {"type": "ProtocolError", "message": str(exc)[:300]}
             raise CandidateError("dead", cand.fault) from None
     meta = {"callable": kind == "callable"}
-    return _remote(cand, gen, ref, [*path, name], meta)
+    return cand.proxy(gen, ref, [*path, name], meta)
 
 
 class Remote:

@@ -119,7 +119,6 @@ def main() -> int:
     cand.load_timeout = 10.0
     cand.total_deadline = deadline
     cand.deadline = deadline
-    _install_proxies(jc, cand)
     sources: dict[str, str] = {str(k): str(v) for k, v in job["tests"].items()}
     hidden = _hidden_modules(sources)
     tops = _project_tops(sources, hidden)
@@ -226,9 +225,28 @@ def main() -> int:
 
 
 def _candidate_class(jc: Any) -> Any:
-    """``Candidate`` whose replies name builtin bases and whose prints reach ``capsys``."""
+    """``Candidate`` whose replies name builtin bases, whose prints reach ``capsys`` and whose
+    every handle is one of :func:`_proxy_classes` (its ``proxy`` hook)."""
+    project_object, project_callable = _proxy_classes(jc)
 
     class ProjectProcess(jc.Candidate):  # type: ignore[misc,name-defined]
+        def proxy(self, gen: int | None, ref: int | None, path: list[str], meta: Any) -> Any:
+            cls = project_callable if meta.get("callable") is True else project_object
+            return cls(self, gen, ref, path, meta)
+
+        def helper(self, name: str, *args: Any) -> Any:
+            """The project root's ``__verifiers_<name>__(*args)``, its raise rebuilt."""
+            try:
+                return self.remote(
+                    "call",
+                    None,
+                    [f"__verifiers_{name}__"],
+                    args=self.encode_arg(list(args)),
+                    kwargs=self.encode_arg({}),
+                )
+            except jc.CandidateError as exc:
+                raise jc._rebuild_exception(exc) from None
+
         def remote(self, op: str, ref: int | None, path: list[str], **extra: Any) -> Any:
             try:
                 return super().remote(op, ref, path, **extra)
@@ -285,31 +303,23 @@ def _locator(jc: Any, obj: Any) -> list[Any]:
     if not path:
         return [obj]
     cand = object.__getattribute__(obj, "_cand")
-    base = jc._remote(cand, object.__getattribute__(obj, "_gen"), ref, [], {})
+    base = cand.proxy(object.__getattribute__(obj, "_gen"), ref, [], {})
     return [base, *path]
 
 
-def _install_proxies(jc: Any, cand: Any) -> None:
-    """Make every proxy the candidate module hands out one of ours (this process's copy)."""
+def _proxy_classes(jc: Any) -> tuple[Any, Any]:
+    """The handles on project objects: ``Remote`` whose attribute writes, ``==``,
+    ``isinstance`` and subclassing are this runner's rules (see the module docstring)."""
 
-    def helper(name: str, *args: Any) -> Any:
-        try:
-            return cand.remote(
-                "call",
-                None,
-                [f"__verifiers_{name}__"],
-                args=cand.encode_arg(list(args)),
-                kwargs=cand.encode_arg({}),
-            )
-        except jc.CandidateError as exc:
-            raise jc._rebuild_exception(exc) from None
+    def helper(obj: Any, name: str, *args: Any) -> Any:
+        return object.__getattribute__(obj, "_cand").helper(name, *args)
 
     class ProjectObject(jc.Remote):  # type: ignore[misc,name-defined]
         def __setattr__(self, name: str, value: Any) -> None:
-            helper("setattr", _locator(jc, self), name, value)
+            helper(self, "setattr", _locator(jc, self), name, value)
 
         def __delattr__(self, name: str) -> None:
-            helper("delattr", _locator(jc, self), name)
+            helper(self, "delattr", _locator(jc, self), name)
 
         def __eq__(self, other: object) -> bool:
             if not isinstance(other, jc.Remote):
@@ -341,21 +351,17 @@ def _install_proxies(jc: Any, cand: Any) -> None:
         def __instancecheck__(self, obj: Any) -> bool:
             if not isinstance(obj, jc.Remote):
                 return False  # a value this process holds is never of a project class
-            return helper("isinstance", _locator(jc, obj), _locator(jc, self)) is True
+            return helper(self, "isinstance", _locator(jc, obj), _locator(jc, self)) is True
 
         def __subclasscheck__(self, sub: Any) -> bool:
             if not isinstance(sub, jc.Remote):
                 return False
-            return helper("issubclass", _locator(jc, sub), _locator(jc, self)) is True
+            return helper(self, "issubclass", _locator(jc, sub), _locator(jc, self)) is True
 
     class ProjectCallable(ProjectObject, jc.RemoteCallable):  # type: ignore[misc,name-defined]
         pass
 
-    def make(c: Any, gen: int | None, ref: int | None, path: list[str], meta: Any) -> Any:
-        cls = ProjectCallable if meta.get("callable") is True else ProjectObject
-        return cls(c, gen, ref, path, meta)
-
-    jc._remote = make
+    return ProjectObject, ProjectCallable
 
 
 def _module_class(jc: Any, cand: Any) -> Any:
@@ -396,13 +402,13 @@ def _module_class(jc: Any, cand: Any) -> Any:
             if (name.startswith("__") and name.endswith("__")) or isinstance(value, ProjectModule):
                 object.__setattr__(self, name, value)  # import machinery, a submodule
                 return
-            jc._remote(cand, None, None, [self.__name__], {}).__setattr__(name, value)
+            cand.proxy(None, None, [self.__name__], {}).__setattr__(name, value)
 
         def __delattr__(self, name: str) -> None:
             if name in self.__dict__:
                 object.__delattr__(self, name)
                 return
-            jc._remote(cand, None, None, [self.__name__], {}).__delattr__(name)
+            cand.proxy(None, None, [self.__name__], {}).__delattr__(name)
 
     return ProjectModule
 

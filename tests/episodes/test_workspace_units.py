@@ -114,3 +114,33 @@ def test_static_test_ids() -> None:
         "t/test_x.py::test_a",
         "t/test_x.py::TestB::test_c",
     ]
+
+
+def test_the_runner_uses_only_what_the_candidate_module_has() -> None:
+    """The workspace runner and project server are built on ``code.tests``' candidate module
+    (shipped as ``_vj``): every name they take from it must exist there, and the two hooks they
+    pass (``proxy`` on the trusted side, ``exc_info``/``write_msg`` in the project process) must
+    be hooks of it. A rename there fails here, not only when the workspace corpus runs."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from verifiers.domains.code import _judge_candidate as jc
+    from verifiers.domains.workspace import _pytest_run
+
+    here = Path(str(_pytest_run.__file__)).parent  # _project_server imports ``_vj``: read only
+    for name, alias in (("_pytest_run.py", "jc"), ("_project_server.py", "_server")):
+        tree = ast.parse((here / name).read_text(encoding="utf-8"))
+        used = {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == alias
+        }
+        assert used, (name, alias)
+        assert not [n for n in sorted(used) if not hasattr(jc, n)], name
+    hooks = inspect.signature(jc._candidate_main).parameters
+    assert {"exc_info", "write_msg"} <= {n for n, p in hooks.items() if p.kind is p.KEYWORD_ONLY}
+    assert "proxy" in vars(jc.Candidate)
+    assert "proxy" in vars(_pytest_run._candidate_class(jc))

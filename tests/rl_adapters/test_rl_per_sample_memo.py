@@ -24,6 +24,7 @@ from verifiers.rl_adapters._rows import REFERENCES, TaskDefaults, make_item
 
 import verifiers
 from verifiers.errors import InvalidSettings
+from verifiers.types import Task
 
 CORPUS = Path(__file__).parents[2] / "datasets" / "adapters" / "per_sample_memo.jsonl"
 ROWS = [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
@@ -122,11 +123,21 @@ def test_one_config_and_one_task_per_distinct_input() -> None:
     assert verl._config(dict(KWARGS)) is first
     assert verl._config({**KWARGS, "invalid_score": -1}) is not first  # -1 vs -1.0: two keys
     defaults = TaskDefaults(verifier=VERIFIER)
-    a = make_item(completion="x", reference="7", defaults=defaults)
-    b = make_item(completion="y", reference="7", defaults=defaults)
-    c = make_item(completion="y", reference=7, defaults=defaults)
-    assert isinstance(a, dict) and isinstance(b, dict) and isinstance(c, dict)
-    d = make_item(completion="y", reference=7.0, defaults=defaults)
-    assert isinstance(d, dict)
-    assert a["task"] is b["task"] and c["task"] is not a["task"]
-    assert d["task"] is not c["task"] and d["task"].reference == 7.0  # 7 == 7.0: typed keys
+
+    def item(reference: Any) -> Any:
+        made = make_item(completion="x", reference=reference, defaults=defaults)
+        assert isinstance(made, dict)
+        return made["task"]
+
+    # A reference's first row takes the dict path (nothing validated apart), from its second
+    # row on every row shares one validated Task.
+    first = item("7")
+    assert first == {"verifier": VERIFIER, "reference": "7"}
+    a, b = item("7"), item("7")
+    assert isinstance(a, Task) and a is b and a.reference == "7"
+    assert isinstance(item(7), dict)
+    c = item(7)
+    assert isinstance(c, Task) and c is not a and c.reference == 7
+    item(7.0)
+    d = item(7.0)
+    assert d is not c and d.reference == 7.0 and type(d.reference) is float  # typed keys

@@ -51,8 +51,15 @@ def test_result_reward_and_make_item() -> None:
     assert result_reward(Result.skip("n/a")) is None
     assert result_reward(Result.errored("infra", "down")) is None
     defaults = TaskDefaults(verifier="rltest.contains", spec={"short_chars": 3})
+    first = make_item(completion="c", reference="r", id=7, defaults=defaults)
+    # a plain reference under the defaults: its first row a task dict, from its second row on
+    # one validated, memoised Task (REFERENCES)
+    assert first == {
+        "id": "7",
+        "completion": "c",
+        "task": {"reference": "r", "verifier": "rltest.contains", "spec": {"short_chars": 3}},
+    }
     item = make_item(completion="c", reference="r", id=7, defaults=defaults)
-    # a plain reference under the defaults: one validated, memoised Task (REFERENCES)
     assert item == {
         "id": "7",
         "completion": "c",

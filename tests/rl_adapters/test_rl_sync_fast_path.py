@@ -9,6 +9,8 @@ loop):
 - every result is the one the async engine gives on its own loop, field for field (only the
   timing differs), whether the row is scored alone from a thread, in one mixed call, from an
   event loop, or through ``submit``;
+- ``score_now`` gives the same verdict for every row that needs no waiting and ``None`` for
+  the others (veRL's per-sample path then scores those as before);
 - a call of inline verdicts never hops threads, and a mixed call hops once and makes no
   verdict twice (the ones made on the caller's thread travel as ready results);
 - nothing in an item raises out of the engine.
@@ -109,8 +111,15 @@ def test_every_path_gives_the_engines_own_results(reference: list[dict[str, Any]
             return await scorer.score_async(items)
 
         awaited = asyncio.run(from_a_loop())
+        scorer.hops = 0
+        # score_now (veRL's per-sample path): the verdict when it needs no waiting, else None
+        now = [scorer.score_now(item) for item in items]
+        assert scorer.hops == 0
+        assert [r is None for r in now] == [_judged(row) for row in ROWS]
     for path in (alone, together, submitted, awaited):
         assert [_comparable(r) for r in path] == reference
+    for made, want in zip(now, reference, strict=True):
+        assert made is None or _comparable(made) == want
     by_why = {row["why"]: r for row, r in zip(ROWS, together, strict=True)}
     assert by_why["inline pass"].reward == 1.0
     assert by_why["forged result fields in the item are not a result"].reward == 0.0
@@ -137,6 +146,7 @@ def test_fail_fast_runs_take_the_loop() -> None:
     with HopCounting(EngineSettings(sandbox="none", workers=1, fail_fast_after=3)) as scorer:
         assert scorer.score([ROWS[0]["item"]])[0].reward == 1.0
         assert scorer.hops == 1
+        assert scorer.score_now(ROWS[0]["item"]) is None
 
 
 def test_closed_and_reentrant_calls_are_refused() -> None:
@@ -152,3 +162,5 @@ def test_closed_and_reentrant_calls_are_refused() -> None:
     for call in (scorer.score, scorer.submit):
         with pytest.raises(RuntimeError, match="closed"):
             call([inline])
+    with pytest.raises(RuntimeError, match="closed"):
+        scorer.score_now(inline)

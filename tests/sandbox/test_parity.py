@@ -1,18 +1,20 @@
 """Acceptance for issue 13: the same trajectory gets the same reward on every backend.
 
 Every file under ``datasets/`` whose tasks run model code in the sandbox is scored twice by the
-``verifiers`` CLI, ``--sandbox docker`` and ``--sandbox local``, from the repository root, with
-the project installed from its wheel into a folder under ``/tmp`` (not editable: the layout
-that used to hide the host's packages from bubblewrap jobs and shadow ``verifiers.domains``).
+``verifiers`` CLI, ``--sandbox docker`` and ``--sandbox local`` (the two runs at once), from the
+repository root, with the project installed from its wheel into a folder under ``/tmp`` (not
+editable: the layout that used to hide the host's packages from bubblewrap jobs and shadow
+``verifiers.domains``).
 Status and reward must match line by line, and no line may be an ``infra`` error (two broken
 backends would otherwise agree).
 
 render.blender runs through ``ctx.sandbox("blender")`` on the ``blender`` runtime (bpy in its
 own root filesystem), so its scene files are in the list too.
 
-Corpora whose own tests already score every row on both backends against its expected verdict
-(a stronger check than agreement) are not scored a third and fourth time here:
-``datasets/code/languages/`` (tests/domains/code/test_code_languages.py),
+Corpora whose own tests already score their rows on both backends against their expected
+verdicts (a stronger check than agreement) are not scored a third and fourth time here:
+``datasets/code/languages/`` (tests/domains/code/test_code_languages.py: every row on
+bubblewrap, every row but the judge-only families on Docker),
 ``datasets/code/adversarial.jsonl`` (tests/domains/code/test_code_adversarial.py: every attack
 exactly ``fail`` 0.0 and every control ``pass`` 1.0, on bubblewrap and on Docker), and the game.godot,
 cad.script and code.workspace corpora (their verifiers are not in ``SANDBOXED``; their own
@@ -84,33 +86,52 @@ def wheel_site() -> Iterator[Path]:
         yield site
 
 
-def _score(site: Path, file: str, backend: str, out: Path) -> list[dict[str, object]]:
+def _score_both(site: Path, file: str, tmp: Path) -> dict[str, list[dict[str, object]]]:
+    """``file`` scored by the CLI on Docker and on bubblewrap, the two runs at once (each is
+    its own process with its own pool; overlapped, one's start-up and waits fill the other's
+    idle core)."""
     deps = [p for p in sys.path if p.endswith("-packages")]  # no .pth: no editable hook
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(site), *deps]),
-        "VERIFIERS_CACHE_DIR": str(out.parent),
+        "VERIFIERS_CACHE_DIR": str(tmp),
     }
     boot = "import sys; sys.path.pop(0); from verifiers.cli import run; sys.exit(run())"
-    proc = subprocess.run(
-        [PYTHON, "-c", boot, "score", file, "--sandbox", backend, "--no-cache", "-q"]
-        + ["-o", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    procs = {
+        backend: subprocess.Popen(
+            [PYTHON, "-c", boot, "score", file, "--sandbox", backend, "--no-cache", "-q"]
+            + ["-o", str(tmp / f"{backend}.jsonl")],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for backend in ("docker", "local")
+    }
+    errors = {}
+    try:
+        for backend, proc in procs.items():
+            errors[backend] = proc.communicate(timeout=900)[1]
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for backend, proc in procs.items():
+        assert proc.returncode == 0, (backend, errors[backend][-3000:])
+    return {
+        backend: [json.loads(x) for x in (tmp / f"{backend}.jsonl").read_text().splitlines() if x]
+        for backend in procs
+    }
 
 
 @pytest.mark.parametrize("file", FILES)
 def test_docker_and_local_give_the_same_status_and_reward(
     file: str, wheel_site: Path, tmp_path: Path
 ) -> None:
-    docker = _score(wheel_site, file, "docker", tmp_path / "docker.jsonl")
-    local = _score(wheel_site, file, "local", tmp_path / "local.jsonl")
+    scored = _score_both(wheel_site, file, tmp_path)
+    docker, local = scored["docker"], scored["local"]
     assert [r["id"] for r in docker] == [r["id"] for r in local]
     for d, loc in zip(docker, local, strict=True):
         assert (d["status"], d["reward"]) == (loc["status"], loc["reward"]), (d, loc)

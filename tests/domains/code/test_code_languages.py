@@ -5,6 +5,14 @@ hold honest solutions that must pass and wrong programs, compile failures, crash
 that must score exactly 0 with status ``fail`` (never ``error``: an abstain is a hack too).
 Each corpus goes through ONE engine run per backend (real bubblewrap, real Docker), shared by
 the module's tests, so the compile-heavy rows cost one batch per language, not one engine each.
+
+Bubblewrap scores every row. Docker scores every row but those of :data:`JUDGE_ONLY`: wrong
+answers, compile and type errors, warnings as errors, a call harness's own refusals, whose
+verdict the judge and the compiler decide from the program's output and exit status alone (the
+sandbox only runs them, and the same runtime definition builds both backends' compilers). Docker
+still scores every honest row (each toolchain, harness and type under its limits) and every row
+that acts on the sandbox (fork, background, network, files, memory, output, time, the judge),
+which is where the two backends differ.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lang_helpers import REAL_BACKENDS
+from _lang_helpers import REAL_BACKENDS, SANDBOX_MARKS
 from verifiers.domains.code import LANGUAGES, CodeTests, extract_code, language_for
 from verifiers.domains.code._callgen import harness_source, parse_type
 
@@ -32,6 +40,14 @@ ROWS: list[dict[str, Any]] = [
     if line.strip()
 ]
 BY_ID = {r["id"]: r for r in ROWS}
+JUDGE_ONLY = frozenset(
+    {"wrong", "wrong-raise", "compile", "werror", "type-error", "any-launder", "harness-error"}
+)
+"""Families scored on bubblewrap only (see the module docstring)."""
+ON_BACKEND = {
+    "local": ROWS,
+    "docker": [r for r in ROWS if r["metadata"]["family"] not in JUDGE_ONLY],
+}
 
 
 def test_corpora_cover_every_language_and_family() -> None:
@@ -64,9 +80,10 @@ def test_corpora_cover_every_language_and_family() -> None:
 
 
 class Scored:
-    """Corpus results on one backend: every language's rows in ONE engine run (one warm pool,
-    concurrency 2: the CI machine has 2 cores), scored on first use and shared by every test
-    that reads a row; each row's verdict is still asserted by its own test."""
+    """Corpus results on one backend: its rows (:data:`ON_BACKEND`) of every language in ONE
+    engine run (one warm pool, concurrency 2: the CI machine has 2 cores), scored on first use
+    and shared by every test that reads a row; each row's verdict is still asserted by its own
+    test."""
 
     def __init__(self, backend: str) -> None:
         self.backend = backend
@@ -74,24 +91,46 @@ class Scored:
 
     def __getitem__(self, rid: str) -> Result:
         if not self.results:
+            rows = ON_BACKEND[self.backend]
             # retries off: an infra error must show, not be retried away
             results = verifiers.score(
-                ROWS, sandbox=self.backend, concurrency=2, retries=0, timeout_s=300
+                rows, sandbox=self.backend, concurrency=2, retries=0, timeout_s=300
             )
-            self.results = {r["id"]: res for r, res in zip(ROWS, results, strict=True)}
+            self.results = {r["id"]: res for r, res in zip(rows, results, strict=True)}
         return self.results[rid]
+
+
+_SCORED: dict[str, Scored] = {}
+
+
+def _scored(backend: str) -> Scored:
+    return _SCORED.setdefault(backend, Scored(backend))
 
 
 @pytest.fixture(scope="module", params=REAL_BACKENDS)
 def scored(request: pytest.FixtureRequest) -> Scored:
-    return Scored(str(request.param))
+    """The corpus on each real backend (tests of rows that both backends score)."""
+    return _scored(str(request.param))
+
+
+@pytest.fixture(scope="module")
+def local_scored() -> Scored:
+    """The corpus on bubblewrap (tests of :data:`JUDGE_ONLY` rows)."""
+    return _scored("local")
 
 
 @pytest.mark.timeout(1800)  # the first row's test scores the whole corpus (~2 min quiet)
-@pytest.mark.parametrize("rid", [r["id"] for r in ROWS])
-def test_corpus_row(scored: Scored, rid: str) -> None:
+@pytest.mark.parametrize(
+    ("backend", "rid"),
+    [
+        pytest.param(backend, r["id"], marks=SANDBOX_MARKS[backend], id=f"{backend}-{r['id']}")
+        for backend in SANDBOX_MARKS
+        for r in ON_BACKEND[backend]
+    ],
+)
+def test_corpus_row(backend: str, rid: str) -> None:
     row = BY_ID[rid]
-    res = scored[rid]
+    res = _scored(backend)[rid]
     if row["metadata"]["expect"] == "pass":
         assert (res.status, res.reward) == ("pass", 1.0), (rid, res.feedback, res.error)
     else:
@@ -112,27 +151,32 @@ _LINE = {
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_compile_errors_point_at_the_line(scored: Scored, lang: str) -> None:
-    res = scored[f"{lang}-compile"]
+@pytest.mark.bwrap
+def test_compile_errors_point_at_the_line(local_scored: Scored, lang: str) -> None:
+    res = local_scored[f"{lang}-compile"]
     assert _LINE[lang] in (res.feedback or ""), res.feedback
 
 
 @pytest.mark.parametrize("lang", ["c", "cpp", "java", "rust"])
-def test_warnings_as_errors(scored: Scored, lang: str) -> None:
-    res = scored[f"{lang}-werror"]
+@pytest.mark.bwrap
+def test_warnings_as_errors(local_scored: Scored, lang: str) -> None:
+    res = local_scored[f"{lang}-werror"]
     assert "Compilation failed" in (res.feedback or ""), res.feedback
     # The same program without the flag passes: the warning alone failed it.
-    assert scored[f"{lang}-werror-plain"].status == "pass"
+    assert local_scored[f"{lang}-werror-plain"].status == "pass"
 
 
 @pytest.mark.parametrize("rid", ["typescript-type-error", "typescript-call-type-error"])
-def test_typescript_type_errors_fail_the_build_with_the_line(scored: Scored, rid: str) -> None:
+@pytest.mark.bwrap
+def test_typescript_type_errors_fail_the_build_with_the_line(
+    local_scored: Scored, rid: str
+) -> None:
     """tsc's verdict: a type error is a compile error (io and call builds alike), with the
     line and tsc's code; the same program with ``typecheck: false`` runs and passes."""
-    res = scored[rid]
+    res = local_scored[rid]
     assert "Compilation failed" in (res.feedback or ""), res.feedback
     assert "solution.ts(2," in (res.feedback or "") and "error TS2322" in (res.feedback or "")
-    assert scored["typescript-type-error-unchecked"].status == "pass"
+    assert local_scored["typescript-type-error-unchecked"].status == "pass"
 
 
 @pytest.mark.parametrize("lang", ["cpp", "rust", "c", "typescript"])
