@@ -236,7 +236,6 @@ def test_without_a_cpu_account_a_job_whose_tasks_died_is_never_starved(
     import asyncio
 
     import verifiers.sandbox._local as local
-
     from verifiers.sandbox import LocalProvider, SandboxSettings
 
     monkeypatch.setattr(local, "make_runner_cgroup", lambda tag: None)
