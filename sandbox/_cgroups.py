@@ -27,8 +27,11 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["RunnerCgroup", "cgroup_support", "make_runner_cgroup"]
+__all__ = ["JOB_CPU_VIEW", "RunnerCgroup", "cgroup_support", "make_runner_cgroup"]
 
+JOB_CPU_VIEW = "/run/verifiers-cpu"
+"""Where a job under bubblewrap sees the CPU account dirs of its runner's job cgroups
+(read-only): the code judge applies the starvation rule to its own time limits with it."""
 _KINDS = ("memory", "pids")
 """What a v2 host must delegate to us (``cpu.stat``, the CPU account, is in every v2 cgroup)."""
 _V1_KINDS = (*_KINDS, "cpuacct")
@@ -49,14 +52,26 @@ class RunnerCgroup:
     def runner_config(self, mount: str | None) -> dict[str, object]:
         """The runner's ``cgroup`` config; ``mount``: where the dirs appear inside bwrap."""
         dirs = {k: (f"{mount}/{k}" if mount else path) for k, path in self.dirs.items()}
-        return {"version": self.version, "dirs": dirs}
+        config: dict[str, object] = {"version": self.version, "dirs": dirs}
+        account = self._account_kind()
+        if account:  # where jobs see the CPU account dirs (the runner's own mount is private)
+            config["cpu_view"] = JOB_CPU_VIEW if mount else self.dirs[account]
+        return config
 
     def bwrap_binds(self, mount: str) -> list[str]:
-        """bubblewrap arguments that show the runner its cgroups at ``mount``."""
+        """bubblewrap arguments that show the runner its cgroups at ``mount``, and jobs the
+        CPU account of theirs, read-only, at :data:`JOB_CPU_VIEW`."""
         argv: list[str] = []
         for kind, path in self.dirs.items():
             argv += ["--bind", path, f"{mount}/{kind}"]
+        account = self._account_kind()
+        if account:
+            argv += ["--ro-bind", self.dirs[account], JOB_CPU_VIEW]
         return argv
+
+    def _account_kind(self) -> str:
+        """The hierarchy whose job cgroups hold a CPU account (``""``: none)."""
+        return "unified" if self.version == 2 else ("cpuacct" if "cpuacct" in self.dirs else "")
 
     def remove(self) -> None:
         """Kill anything left in the runner's cgroups and remove them (children first)."""

@@ -431,6 +431,24 @@ def _live_tids() -> set[int]:
     return found
 
 
+def _delay(task: str) -> float:
+    """Seconds the task at ``/proc/<pid>/task/<tid>`` waited runnable since it started."""
+    try:
+        with open(f"{task}/schedstat") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _task_delays(pid: int) -> dict[str, float]:
+    """:func:`_delay` of each thread of ``pid``, by ``pid/tid``."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    return {f"{pid}/{tid}": _delay(f"/proc/{pid}/task/{tid}") for tid in tids}
+
+
 _RESERVED_PIDS = 300
 """Where the kernel's pid allocator starts again after it wraps at ``pid_max``."""
 
@@ -508,6 +526,8 @@ class CpuWindow:
             self.account = ""
         self.pid_check = pid_check and not self.account
         self.forks = _total_forks() if self.pid_check else None
+        self.delay_before: dict[str, float] = {}
+        """Run delay per task (``pid/tid``) before the window, for :meth:`already`."""
         self.first_pid = 0
         """The job's first process (set by :meth:`job_started`); pids before it are not the
         job's: its tasks can only get later ones."""
@@ -518,6 +538,13 @@ class CpuWindow:
 
     def job_started(self, pid: int) -> None:
         self.first_pid = pid
+
+    def already(self, members: list[int]) -> None:
+        """Tasks that ran before the window (a judge that times one of its steps): only the
+        run delay they get from now on counts (``schedstat`` counts from a task's start)."""
+        for pid in members:
+            for tid, delay in _task_delays(pid).items():
+                self.delay_before[tid] = delay
 
     @property
     def counting(self) -> str:
@@ -563,11 +590,7 @@ class CpuWindow:
                     int(fields[16]) > self.nice or int(fields[38]) != self.policy
                 ):
                     lowered = True  # niced, or SCHED_BATCH / SCHED_IDLE (no RT for jobs)
-                try:
-                    with open(f"{task}/schedstat") as handle:
-                        delay += int(handle.read().split()[1]) / 1e9
-                except (OSError, ValueError, IndexError):
-                    pass
+                delay += max(0.0, _delay(task) - self.delay_before.get(f"{pid}/{tid}", 0.0))
         if self.account:
             now = _cpu_account(self.account)
             counted = now is not None and self.account_start is not None
@@ -596,6 +619,56 @@ class CpuWindow:
         }
 
 
+STARVATION_RULE = (
+    "STARVE_CPU_SHARE",
+    "STARVE_DELAY_SHARE",
+    "STARVE_OTHERS_SHARE",
+    "STARVE_GRACE",
+    "_CLK_TCK",
+    "_SCHED_OTHER",
+    "_RESERVED_PIDS",
+    "_delay",
+    "_task_delays",
+    "_cpu_account",
+    "_read_int",
+    "_total_forks",
+    "_live_tids",
+    "pids_since",
+    "_cpu_busy",
+    "_stat_fields",
+    "_autogroup_nice",
+    "CpuWindow",
+)
+"""The top-level names that make the starvation rule. Other trusted processes of a job that
+keep wall-clock limits of their own (the code judge's per-test and compile limits) apply the
+same rule through :func:`rule_source`, never a copy of it."""
+
+
+def rule_source() -> str:
+    """The source of a stdlib-only module that defines :data:`STARVATION_RULE`, cut from this
+    file (the host's half: the code judge ships it into the sandbox)."""
+    import ast
+
+    with open(__file__, encoding="utf-8") as handle:
+        source = handle.read()
+    parts = [
+        "from __future__ import annotations",
+        "import os",
+        "import time",
+        "from typing import Any",
+    ]
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names = {node.name}
+        elif isinstance(node, ast.Assign):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        else:
+            continue
+        if names & set(STARVATION_RULE):
+            parts.append(str(ast.get_source_segment(source, node)))
+    return "\n\n\n".join(parts) + "\n"
+
+
 class Runner:
     """The job server. ``config`` is the host's first frame (see :func:`main`)."""
 
@@ -622,6 +695,8 @@ class Runner:
         cgroup = dict(config.get("cgroup") or {})
         self.cgroup_version = int(cgroup.get("version", 0))
         self.cgroup_dirs = {str(k): str(v) for k, v in dict(cgroup.get("dirs") or {}).items()}
+        self.cpu_view = str(cgroup.get("cpu_view") or "")
+        """Where jobs see the dir of their cgroup's CPU account (read-only), if anywhere."""
         if self.cgroup_dirs:
             self.cgroup_stat = os.path.join(
                 self.cgroup_dirs.get("memory", self.cgroup_dirs.get("unified", "")), "memory.stat"
@@ -999,6 +1074,15 @@ class Runner:
                 return path
         return ""
 
+    def job_view(self, account: str) -> str:
+        """``account`` as the job sees it (``""`` where it cannot: never starved there)."""
+        if not account or account in self.cpu_accounts:
+            return account  # the container's: the same path for the job
+        folder, name = os.path.split(account)
+        if self.cpu_view:
+            return os.path.join(self.cpu_view, os.path.basename(folder), name)
+        return ""
+
     def starvation_report(self) -> str:
         """How a job's CPU is counted when its wall backstop asks if it was starved."""
         if self.cgroup_version == 2 or "cpuacct" in self.cgroup_dirs:
@@ -1095,6 +1179,11 @@ class Runner:
             float(cpu_budget) if cpu_budget is not None else timeout,
             account=self.cpu_account(job_cgroups),
             pid_check=self.private_pids,
+        )
+        # Where the job's trusted parts (the code judge) find the same account for their own
+        # time limits: the account file, "pids" (count pids) or "" (never starved).
+        env["VERIFIERS_JOB_CPU"] = self.job_view(window.account) or (
+            "pids" if window.pid_check else ""
         )
         fast = self.fast_python(argv, env)
         job = _Job(argv, env, cwd, limits, timeout, (in_r, out_w, err_w))
