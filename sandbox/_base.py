@@ -69,7 +69,9 @@ class ExecResult(BaseModel):
     outcome is no score (see docs/sandbox.md, "Deadlines"). Implies ``timed_out``."""
     starvation: dict[str, float | int | bool] | None = None
     """The evidence behind ``starved`` when the wall backstop fired: ``wall_s``, ``cpu_s``,
-    ``run_delay_s``, ``others_cpu_s``, ``cpus``, ``lowered_priority`` (None otherwise)."""
+    ``run_delay_s``, ``others_cpu_s``, ``cpus``, ``lowered_priority``, ``all_cpu_counted``
+    (whether ``cpu_s`` holds the CPU of every task the job had, dead ones included: never
+    starved without it) (None otherwise)."""
 
     @property
     def ok(self) -> bool:

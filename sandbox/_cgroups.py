@@ -7,8 +7,8 @@ shared-memory pages it writes, and its OOM counter says exactly when the job was
 memory.
 
 How: the host makes one cgroup per runner under its own cgroup (``verifiers-<pid>-<uid>``, in
-the v1 ``memory`` and ``pids`` hierarchies or in the v2 unified one when its controllers are
-delegated to us) and hands it to the runner (bind-mounted into bubblewrap). The runner makes
+the v1 ``memory``, ``pids`` and ``cpuacct`` hierarchies or in the v2 unified one when its
+controllers are delegated to us) and hands it to the runner (bind-mounted into bubblewrap). The runner makes
 one child cgroup per job with the job's limits; the job's first process joins it before it
 runs anything and before it drops to the job uid. The runner kills whatever is left in it and
 removes it after the job; the host removes the runner's cgroup when the runner is recycled.
@@ -27,9 +27,18 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["RunnerCgroup", "cgroup_support", "make_runner_cgroup"]
+__all__ = ["JOB_CPU_VIEW", "RunnerCgroup", "cgroup_support", "make_runner_cgroup"]
 
+JOB_CPU_VIEW = "/run/verifiers-cpu"
+"""Where a job under bubblewrap sees the CPU account dirs of its runner's job cgroups
+(read-only): the code judge applies the starvation rule to its own time limits with it."""
 _KINDS = ("memory", "pids")
+"""What a v2 host must delegate to us (``cpu.stat``, the CPU account, is in every v2 cgroup)."""
+_V1_KINDS = (*_KINDS, "cpuacct")
+"""The v1 hierarchies a job gets a cgroup in: ``memory`` required, the others where writable.
+``cpuacct`` only counts: ``cpuacct.usage`` holds the CPU of every task that ever ran in the
+job's cgroup, dead ones too, which the wall backstop's starvation check needs
+(docs/sandbox.md, "Machine load is never the model's score")."""
 
 
 @dataclass
@@ -43,14 +52,26 @@ class RunnerCgroup:
     def runner_config(self, mount: str | None) -> dict[str, object]:
         """The runner's ``cgroup`` config; ``mount``: where the dirs appear inside bwrap."""
         dirs = {k: (f"{mount}/{k}" if mount else path) for k, path in self.dirs.items()}
-        return {"version": self.version, "dirs": dirs}
+        config: dict[str, object] = {"version": self.version, "dirs": dirs}
+        account = self._account_kind()
+        if account:  # where jobs see the CPU account dirs (the runner's own mount is private)
+            config["cpu_view"] = JOB_CPU_VIEW if mount else self.dirs[account]
+        return config
 
     def bwrap_binds(self, mount: str) -> list[str]:
-        """bubblewrap arguments that show the runner its cgroups at ``mount``."""
+        """bubblewrap arguments that show the runner its cgroups at ``mount``, and jobs the
+        CPU account of theirs, read-only, at :data:`JOB_CPU_VIEW`."""
         argv: list[str] = []
         for kind, path in self.dirs.items():
             argv += ["--bind", path, f"{mount}/{kind}"]
+        account = self._account_kind()
+        if account:
+            argv += ["--ro-bind", self.dirs[account], JOB_CPU_VIEW]
         return argv
+
+    def _account_kind(self) -> str:
+        """The hierarchy whose job cgroups hold a CPU account (``""``: none)."""
+        return "unified" if self.version == 2 else ("cpuacct" if "cpuacct" in self.dirs else "")
 
     def remove(self) -> None:
         """Kill anything left in the runner's cgroups and remove them (children first)."""
@@ -91,7 +112,7 @@ def _mounts() -> dict[str, str]:
                     found.setdefault("", point)
                 elif extra[0] == "cgroup":
                     for option in extra[2].split(","):
-                        if option in _KINDS:
+                        if option in _V1_KINDS:
                             found.setdefault(option, point)
     except OSError:
         pass
@@ -101,7 +122,7 @@ def _mounts() -> dict[str, str]:
 def _v1_parents() -> dict[str, str]:
     own, mounts = _own_cgroups(), _mounts()
     parents: dict[str, str] = {}
-    for kind in _KINDS:
+    for kind in _V1_KINDS:
         if kind in own and kind in mounts:
             path = os.path.join(mounts[kind], own[kind].lstrip("/"))
             if os.path.isdir(path) and os.access(path, os.W_OK):

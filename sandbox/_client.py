@@ -236,7 +236,15 @@ class RunnerHandle(ABC):
         return None
 
 
-_STARVATION_KEYS = ("wall_s", "cpu_s", "run_delay_s", "others_cpu_s", "cpus", "lowered_priority")
+_STARVATION_KEYS = (
+    "wall_s",
+    "cpu_s",
+    "run_delay_s",
+    "others_cpu_s",
+    "cpus",
+    "lowered_priority",
+    "all_cpu_counted",
+)
 
 
 def _starvation(raw: Any) -> dict[str, float | int | bool] | None:

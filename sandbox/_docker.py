@@ -421,6 +421,9 @@ class DockerProvider(SandboxProvider):
             "private_pids": True,
             "address_space": False,  # the cgroup limits memory; RLIMIT_AS breaks numpy/BLAS
             "nproc": False,  # uids are shared across containers: pids cgroup instead
+            # The container's own CPU account (v1 cpuacct, v2 cpu.stat, read-only in it): an
+            # upper bound of the job's CPU, dead tasks included, one job running at a time.
+            "cpu_account": ["/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu.stat"],
             # The container's IPC namespace, /tmp, /dev/shm and /dev/mqueue are its own: every
             # object a job makes there is removed after it (see the runner's ``end``).
             "private_ipc": True,

@@ -14,7 +14,8 @@ What each feature buys (docs/sandbox.md, "What this host gives"):
 * network namespaces: no network for jobs on the local backend;
 * PID namespaces: the runner sees only its own jobs and can kill every one of them;
 * cgroup delegation: memory and pids limited per job over all its processes, not per
-  process (``RLIMIT_AS``) or per uid (``RLIMIT_NPROC``);
+  process (``RLIMIT_AS``) or per uid (``RLIMIT_NPROC``), and the job's CPU counted with its
+  dead tasks (v1 ``cpuacct``, v2 ``cpu.stat``), which the starvation check needs;
 * seccomp: the runner's filter refuses kernel keyrings (and POSIX mqueues where it cannot
   scrub them) to jobs.
 """
@@ -148,7 +149,8 @@ def host_features() -> list[HostFeature]:
             HostFeature(
                 "cgroup delegation",
                 True,
-                f"cgroup v{version}, {', '.join(controllers)} per job (all its processes)",
+                f"cgroup v{version}, {', '.join(controllers)} per job (all its processes)"
+                + ("" if version == 2 or "cpuacct" in controllers else "; no CPU account"),
             )
         )
     else:

@@ -354,6 +354,20 @@ def _cg_members(path: str) -> list[int]:
 # * no live thread of the job lowered its own priority (nice above the runner's, SCHED_BATCH,
 #   SCHED_IDLE) nor its session's (``/proc/<pid>/autogroup`` nice): a job that made itself
 #   lose to everything else chose its own wait.
+#
+# The job's CPU must count every task it ever had, the dead ones too: a job that keeps one
+# runnable thread among short-lived spinners it replaces continually (double-forked orphans
+# reaped by init, children auto-reaped through SIG_IGN or SA_NOCLDWAIT, exec'd shells) would
+# otherwise see its own CPU leave its account and count as "others": an endless loop, a
+# certain fail, made to look starved. So the job's CPU is its cgroup's CPU account (v1
+# ``cpuacct.usage``, v2 ``cpu.stat`` ``usage_usec``: the CPU of every task that ever ran in
+# it, the job's own cgroup on the local backend, the container's on Docker, an upper bound of
+# the job's when one job runs at a time), never less than its live processes' sum. Where no
+# such account exists the rule holds only when no task of the job was created and died during
+# the window (every pid the job's private PID namespace gave out since the job's first
+# process is still a live task); without a private PID namespace either, no job is starved.
+# Whatever a dead task did can only add to the job's CPU: its run delay and priority are
+# never read (only live threads' are), so a dead task can never tip the verdict to starved.
 
 STARVE_CPU_SHARE = 0.25
 STARVE_DELAY_SHARE = 0.5
@@ -366,6 +380,93 @@ reported ``starved``. So a slow honest job on a loaded machine can still pass, a
 one burns its CPU budget and fails, instead of both abstaining."""
 _CLK_TCK = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 _SCHED_OTHER = 0
+
+
+def _cpu_account(path: str) -> float | None:
+    """CPU seconds charged so far to the cgroup whose account file is ``path`` (v1
+    ``cpuacct.usage`` in ns, v2 ``cpu.stat`` ``usage_usec``), the CPU of its dead tasks
+    included; None when it cannot be read."""
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    try:
+        if path.endswith("cpu.stat"):
+            for line in text.splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[0] == "usage_usec":
+                    return int(parts[1]) / 1e6
+            return None
+        return int(text.strip()) / 1e9
+    except ValueError:
+        return None
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _total_forks() -> int | None:
+    """Tasks (processes and threads) created on this machine since boot (``/proc/stat``)."""
+    try:
+        with open("/proc/stat") as handle:
+            for line in handle:
+                if line.startswith("processes "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _live_tids() -> set[int]:
+    """Every live task (thread) this process's PID namespace shows."""
+    found: set[int] = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if name.isdigit():
+            try:
+                found.update(int(t) for t in os.listdir(f"/proc/{name}/task"))
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def _delay(task: str) -> float:
+    """Seconds the task at ``/proc/<pid>/task/<tid>`` waited runnable since it started."""
+    try:
+        with open(f"{task}/schedstat") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _task_delays(pid: int) -> dict[str, float]:
+    """:func:`_delay` of each thread of ``pid``, by ``pid/tid``."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    return {f"{pid}/{tid}": _delay(f"/proc/{pid}/task/{tid}") for tid in tids}
+
+
+_RESERVED_PIDS = 300
+"""Where the kernel's pid allocator starts again after it wraps at ``pid_max``."""
+
+
+def pids_since(first: int, last: int, pid_max: int) -> list[int]:
+    """The pids a namespace gave out from ``first`` to ``last`` (both included), in order,
+    wrapping at ``pid_max`` back to :data:`_RESERVED_PIDS` as the kernel does."""
+    if first <= last:
+        return list(range(first, last + 1))
+    return list(range(first, pid_max)) + list(range(_RESERVED_PIDS, last + 1))
 
 
 def _cpu_busy(cpus: set[int]) -> float:
@@ -409,9 +510,13 @@ def _autogroup_nice(pid: int) -> int:
 
 
 class CpuWindow:
-    """What the machine's CPUs had done when a job started, to compare at its deadline."""
+    """What the machine's CPUs had done when a job started, to compare at its deadline.
 
-    def __init__(self, timeout: float, budget: float) -> None:
+    ``account``: the job's cgroup CPU account file (see :func:`_cpu_account`), ``""`` for
+    none; ``pid_check``: without an account, whether the job runs in a private PID
+    namespace, where a task that was created and died shows as a pid given out but gone."""
+
+    def __init__(self, timeout: float, budget: float, account: str = "", pid_check: bool = False):
         self.budget = budget
         """The job's CPU seconds: used up, it is the model's timeout, never starved."""
         self.step = max(0.05, timeout / 4)
@@ -423,10 +528,52 @@ class CpuWindow:
         own = _stat_fields(f"/proc/{os.getpid()}/stat")
         self.nice = int(own[16]) if len(own) > 38 else 0
         self.policy = int(own[38]) if len(own) > 38 else _SCHED_OTHER
+        self.account = account
+        self.account_start = _cpu_account(account) if account else None
+        if self.account_start is None:
+            self.account = ""
+        self.pid_check = pid_check and not self.account
+        self.forks = _total_forks() if self.pid_check else None
+        self.delay_before: dict[str, float] = {}
+        """Run delay per task (``pid/tid``) before the window, for :meth:`already`."""
+        self.first_pid = 0
+        """The job's first process (set by :meth:`job_started`); pids before it are not the
+        job's: its tasks can only get later ones."""
         self.started = time.monotonic()
         self.cap = self.started + STARVE_GRACE * timeout
         """The last wall deadline of a starved job."""
         self.busy = _cpu_busy(self.cpus)
+
+    def job_started(self, pid: int) -> None:
+        self.first_pid = pid
+
+    def already(self, members: list[int]) -> None:
+        """Tasks that ran before the window (a judge that times one of its steps): only the
+        run delay they get from now on counts (``schedstat`` counts from a task's start)."""
+        for pid in members:
+            for tid, delay in _task_delays(pid).items():
+                self.delay_before[tid] = delay
+
+    @property
+    def counting(self) -> str:
+        """How the job's CPU is known: ``cgroup`` (an account with its dead tasks), ``pids``
+        (live tasks, sound while none died), ``none`` (never starved here)."""
+        return "cgroup" if self.account else ("pids" if self.pid_check else "none")
+
+    def _all_tasks_live(self) -> bool:
+        """Without a CPU account: whether every task the job ever had is still alive, so
+        the live processes' sum is all of its CPU. Any doubt is False."""
+        if not self.pid_check or self.first_pid <= 0 or self.forks is None:
+            return False
+        last = _read_int("/proc/sys/kernel/ns_last_pid")
+        pid_max = _read_int("/proc/sys/kernel/pid_max")
+        forks = _total_forks()
+        if last is None or pid_max is None or forks is None:
+            return False
+        if forks - self.forks >= pid_max - _RESERVED_PIDS:
+            return False  # the allocator may have wrapped past where it started
+        given = pids_since(self.first_pid, last, pid_max)
+        return not set(given) - _live_tids()
 
     def verdict(self, members: list[int]) -> dict[str, Any]:
         """Whether the job made of processes ``members`` was starved, with the evidence."""
@@ -451,14 +598,18 @@ class CpuWindow:
                     int(fields[16]) > self.nice or int(fields[38]) != self.policy
                 ):
                     lowered = True  # niced, or SCHED_BATCH / SCHED_IDLE (no RT for jobs)
-                try:
-                    with open(f"{task}/schedstat") as handle:
-                        delay += int(handle.read().split()[1]) / 1e9
-                except (OSError, ValueError, IndexError):
-                    pass
+                delay += max(0.0, _delay(task) - self.delay_before.get(f"{pid}/{tid}", 0.0))
+        if self.account:
+            now = _cpu_account(self.account)
+            counted = now is not None and self.account_start is not None
+            if now is not None and self.account_start is not None:
+                cpu = max(cpu, now - self.account_start)
+        else:
+            counted = self._all_tasks_live()
         others = max(0.0, busy - cpu)
         starved = (
-            not lowered
+            counted
+            and not lowered
             and cpu < self.budget
             and cpu < STARVE_CPU_SHARE * elapsed
             and delay >= STARVE_DELAY_SHARE * elapsed
@@ -472,7 +623,58 @@ class CpuWindow:
             "others_cpu_s": round(others, 3),
             "cpus": len(self.cpus),
             "lowered_priority": lowered,
+            "all_cpu_counted": counted,
         }
+
+
+STARVATION_RULE = (
+    "STARVE_CPU_SHARE",
+    "STARVE_DELAY_SHARE",
+    "STARVE_OTHERS_SHARE",
+    "STARVE_GRACE",
+    "_CLK_TCK",
+    "_SCHED_OTHER",
+    "_RESERVED_PIDS",
+    "_delay",
+    "_task_delays",
+    "_cpu_account",
+    "_read_int",
+    "_total_forks",
+    "_live_tids",
+    "pids_since",
+    "_cpu_busy",
+    "_stat_fields",
+    "_autogroup_nice",
+    "CpuWindow",
+)
+"""The top-level names that make the starvation rule. Other trusted processes of a job that
+keep wall-clock limits of their own (the code judge's per-test and compile limits) apply the
+same rule through :func:`rule_source`, never a copy of it."""
+
+
+def rule_source() -> str:
+    """The source of a stdlib-only module that defines :data:`STARVATION_RULE`, cut from this
+    file (the host's half: the code judge ships it into the sandbox)."""
+    import ast
+
+    with open(__file__, encoding="utf-8") as handle:
+        source = handle.read()
+    parts = [
+        "from __future__ import annotations",
+        "import os",
+        "import time",
+        "from typing import Any",
+    ]
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names = {node.name}
+        elif isinstance(node, ast.Assign):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        else:
+            continue
+        if names & set(STARVATION_RULE):
+            parts.append(str(ast.get_source_segment(source, node)))
+    return "\n\n\n".join(parts) + "\n"
 
 
 class Runner:
@@ -501,10 +703,15 @@ class Runner:
         cgroup = dict(config.get("cgroup") or {})
         self.cgroup_version = int(cgroup.get("version", 0))
         self.cgroup_dirs = {str(k): str(v) for k, v in dict(cgroup.get("dirs") or {}).items()}
+        self.cpu_view = str(cgroup.get("cpu_view") or "")
+        """Where jobs see the dir of their cgroup's CPU account (read-only), if anywhere."""
         if self.cgroup_dirs:
             self.cgroup_stat = os.path.join(
                 self.cgroup_dirs.get("memory", self.cgroup_dirs.get("unified", "")), "memory.stat"
             )
+        self.cpu_accounts = [str(p) for p in config.get("cpu_account") or ()]
+        """Account files of a cgroup that holds every job of this runner (Docker: the
+        container's), used where the job has no cgroup CPU account of its own."""
         self.jobs_started = 0
         self.job_cgroup: list[str] = []
         """The running job's own cgroups (one per hierarchy), empty between jobs."""
@@ -596,6 +803,7 @@ class Runner:
             "scratch_scrub": "all" if self.private_scratch else "job uid",
             "shmem_check": self.shmem_baseline >= 0,
             "job_cgroup": self.cgroup_report(),
+            "starvation": self.starvation_report(),
         }
 
     def send(self, message: dict[str, Any]) -> None:
@@ -862,7 +1070,40 @@ class Runner:
             "version": self.cgroup_version,
             "memory": "memory" in self.cgroup_dirs,
             "pids": "pids" in self.cgroup_dirs,
+            "cpu": self.cgroup_version == 2 or "cpuacct" in self.cgroup_dirs,
         }
+
+    def cpu_account(self, made: list[str]) -> str:
+        """The CPU account file that holds all of the job's CPU, dead tasks included: its own
+        cgroup's (v1 ``cpuacct``, v2 ``cpu.stat``), else one of a cgroup around every job
+        of this runner (``cpu_account`` in the config), else ``""``."""
+        if made and self.cgroup_version == 2:
+            return os.path.join(made[0], "cpu.stat")  # in every v2 cgroup, controller or not
+        parent = self.cgroup_dirs.get("cpuacct")
+        for path in made:
+            if parent and os.path.dirname(path) == parent:
+                return os.path.join(path, "cpuacct.usage")
+        for path in self.cpu_accounts:
+            if _cpu_account(path) is not None:
+                return path
+        return ""
+
+    def job_view(self, account: str) -> str:
+        """``account`` as the job sees it (``""`` where it cannot: never starved there)."""
+        if not account or account in self.cpu_accounts:
+            return account  # the container's: the same path for the job
+        folder, name = os.path.split(account)
+        if self.cpu_view:
+            return os.path.join(self.cpu_view, os.path.basename(folder), name)
+        return ""
+
+    def starvation_report(self) -> str:
+        """How a job's CPU is counted when its wall backstop asks if it was starved."""
+        if self.cgroup_version == 2 or "cpuacct" in self.cgroup_dirs:
+            return "cgroup"
+        if any(_cpu_account(p) is not None for p in self.cpu_accounts):
+            return "container"
+        return "pids" if self.private_pids else "none"
 
     def job_cgroups(self, limits: dict[str, Any]) -> list[str]:
         """Make this job's own cgroups (one per hierarchy) with its memory and pids limits;
@@ -949,7 +1190,17 @@ class Runner:
         err_r, err_w = os.pipe()
         started = time.monotonic()
         cpu_budget = limits.get("cpu_s")
-        window = CpuWindow(timeout, float(cpu_budget) if cpu_budget is not None else timeout)
+        window = CpuWindow(
+            timeout,
+            float(cpu_budget) if cpu_budget is not None else timeout,
+            account=self.cpu_account(job_cgroups),
+            pid_check=self.private_pids,
+        )
+        # Where the job's trusted parts (the code judge) find the same account for their own
+        # time limits: the account file, "pids" (count pids) or "" (never starved).
+        env["VERIFIERS_JOB_CPU"] = self.job_view(window.account) or (
+            "pids" if window.pid_check else ""
+        )
         fast = self.fast_python(argv, env)
         job = _Job(argv, env, cwd, limits, timeout, (in_r, out_w, err_w))
         pid = self._spawn_fast(fast, job, warm) if fast and warm is not None else 0
@@ -971,6 +1222,7 @@ class Runner:
                 self._child(job)
         for fd in (in_r, out_w, err_w):
             os.close(fd)
+        window.job_started(pid)
         deadline = started + timeout
         result = self._supervise(
             pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, via, window

@@ -94,6 +94,18 @@ def _smoke(kind: str, settings: SandboxSettings) -> tuple[bool, str, dict[str, A
         return False, str(exc), {}
 
 
+_STARVATION_ROWS = {
+    "cgroup": "a job's CPU from its own cgroup's CPU account (dead tasks included)",
+    "container": "a job's CPU from the container's CPU account (dead tasks included)",
+    "pids": "no CPU account: starved only when no task of the job died (a job that churns "
+    "processes or threads times out as its fail)",
+    "none": "no CPU account, no private PID namespace: never starved (load can time a job "
+    "out as its fail; run as root for per-job cgroups)",
+}
+"""How the wall backstop counts a job's CPU (docs/sandbox.md, "Machine load is never the
+model's score"), by the runner's ``starvation`` report."""
+
+
 def _isolation_rows(kind: str, report: dict[str, Any]) -> list[tuple[str, bool, str]]:
     """What holds between two jobs of one warm runner, from the runner's own report."""
     cgroup = report.get("job_cgroup") or {}
@@ -113,6 +125,7 @@ def _isolation_rows(kind: str, report: dict[str, Any]) -> list[tuple[str, bool, 
     )
     pids = per_job("pids", "the container's pids cgroup", "", "RLIMIT_NPROC per uid only")
     mqueue = str(report.get("mqueue", "?"))
+    counting = str(report.get("starvation", "none"))
     return [
         (f"{kind}: memory per job", *memory),
         (f"{kind}: pids per job", *pids),
@@ -137,6 +150,11 @@ def _isolation_rows(kind: str, report: dict[str, Any]) -> list[tuple[str, bool, 
             "private, size-capped, emptied after each job"
             if report.get("scratch_scrub") == "all"
             else "shared with the host: only the job uid's files are removed",
+        ),
+        (
+            f"{kind}: starvation abstain",
+            counting in ("cgroup", "container", "pids"),
+            _STARVATION_ROWS.get(counting, counting),
         ),
         (
             f"{kind}: shared memory check",

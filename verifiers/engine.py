@@ -616,7 +616,7 @@ class Engine(AsyncContext):
                     )
                 job.resources = ctx.resources()  # details["resources"] of its sandbox jobs
                 if result.status == "fail":
-                    _raise_if_starved(ctx)
+                    _raise_if_starved(ctx, result)
                 return result
             except InfraError as exc:
                 if (
@@ -782,7 +782,7 @@ def validation_message(exc: ValidationError, limit: int = 3) -> str:
     return "; ".join(parts)
 
 
-def _raise_if_starved(ctx: VerifierContext) -> None:
+def _raise_if_starved(ctx: VerifierContext, result: Result) -> None:
     """A ``fail`` that stands on a job the machine starved of CPU is no score.
 
     Raises the ``InfraError`` that is retried and, when retries run out, becomes
@@ -790,14 +790,20 @@ def _raise_if_starved(ctx: VerifierContext) -> None:
 
     The job's budget is CPU time and the wall deadline only a backstop; the sandbox decides
     at the backstop whether the job was starved (see docs/sandbox.md, "Deadlines"), so a job
-    that slept, blocked or spun on its own is never excused here.
+    that slept, blocked or spun on its own is never excused here. A trusted part of a job that
+    keeps wall limits of its own (the code judge: per test, per build) applies the same rule
+    inside it and reports a starved step as ``details["starved_step"]``.
     """
     starved = ctx.starved()
-    if not starved:
-        return
-    evidence = starved[0].starvation or {}
+    if starved:
+        count, what, evidence = len(starved), "sandbox job(s)", starved[0].starvation or {}
+    else:
+        step = result.details.get("starved_step")
+        if not isinstance(step, dict):
+            return
+        count, what, evidence = 1, "timed step(s) in a sandbox job", step
     raise InfraError(
-        f"{len(starved)} sandbox job(s) ran out of wall time starved of CPU by machine load "
+        f"{count} {what} ran out of wall time starved of CPU by machine load "
         f"(got {evidence.get('cpu_s', '?')} CPU-s in {evidence.get('wall_s', '?')} s; others "
         f"used {evidence.get('others_cpu_s', '?')} CPU-s of {evidence.get('cpus', '?')} CPUs): "
         "not the model's score",

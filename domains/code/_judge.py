@@ -63,6 +63,8 @@ class Judge:
         self.build_s: float | None = None
         """Seconds from the judge's start to a built program (compiled languages)."""
         self.cpu0 = _START_CPU
+        self.starved: dict[str, Any] | None = None
+        """The evidence of the first test whose timeout the machine's starvation caused."""
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         if kind == "D":
@@ -81,6 +83,14 @@ class Judge:
         while data:
             n = os.write(self.out_fd, data)
             data = data[n:]
+
+    def _starved(self, payload: dict[str, Any], patience: _Patience | None) -> dict[str, Any]:
+        """``payload`` for the ``D`` line, with ``starved`` when a timed step's timeout came
+        from the machine starving it (see :class:`_Patience`): the host abstains then."""
+        found = patience.starved if patience is not None else None
+        if found is None:
+            found = self.starved
+        return {**payload, "starved": found} if found is not None else payload
 
     def start_test(self) -> bool:
         now = time.monotonic()
@@ -321,13 +331,18 @@ class Judge:
             return False
         os.makedirs(str(prog.get("build_dir", "build")), exist_ok=True)
         mem = None if prog.get("vm") else prog.get("compile_memory_bytes")
-        build_deadline = time.monotonic() + float(prog.get("compile_timeout_s", 60))
+        compile_limit = float(prog.get("compile_timeout_s", 60))
+        build_deadline = time.monotonic() + compile_limit
+        patience = _Patience(compile_limit)
         for step in prog.get("compile", []):
             t = time.monotonic()
-            deadline = build_deadline
-            if deadline <= t:
-                self.emit("D", {"compile": {"status": "timeout", "output": ""}})
-                return False
+            if build_deadline <= t:  # an earlier step ran into the limit and finished after it
+                later = patience.more()
+                if later is None:
+                    timeout = {"compile": {"status": "timeout", "output": ""}}
+                    self.emit("D", self._starved(timeout, patience))
+                    return False
+                build_deadline = later
             try:
                 proc = self._start(
                     [str(a) for a in step], mem, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT
@@ -338,7 +353,11 @@ class Judge:
             assert proc.stdout is not None
             sink = _Sink(os.dup(proc.stdout.fileno()), 64 << 10)
             proc.stdout.close()
-            timed_out = _communicate(os.open(os.devnull, os.O_WRONLY), b"", [sink], deadline)
+            patience.started(proc.pid)
+            # A starved build runs on (up to STARVE_GRACE x its limit), and later steps with it.
+            timed_out = _communicate(
+                os.open(os.devnull, os.O_WRONLY), b"", [sink], build_deadline, patience
+            )
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
@@ -350,14 +369,17 @@ class Judge:
             if timed_out or proc.returncode != 0:
                 self.emit(
                     "D",
-                    {
-                        "compile": {
-                            "status": "timeout" if timed_out else "failed",
-                            "returncode": proc.returncode,
-                            "output": text[: self.text_cap * 2],
-                            "duration_s": round(time.monotonic() - t, 3),
-                        }
-                    },
+                    self._starved(
+                        {
+                            "compile": {
+                                "status": "timeout" if timed_out else "failed",
+                                "returncode": proc.returncode,
+                                "output": text[: self.text_cap * 2],
+                                "duration_s": round(time.monotonic() - t, 3),
+                            }
+                        },
+                        patience if timed_out else None,
+                    ),
                 )
                 return False
         self.build_s = round(time.monotonic() - self.t0, 4)
@@ -406,11 +428,19 @@ class Judge:
             seen = 0
             chatter = bytearray()
             case_deadline = min(self.deadline, time.monotonic() + self.test_timeout)
+            patience = _Patience(case_deadline - time.monotonic())
+            patience.started(proc.pid)
             ended: dict[str, Any] | None = None
             eof = False
             while ended is None and not eof:
                 left = case_deadline - time.monotonic()
                 if left <= 0:
+                    later = patience.more()
+                    if later is not None:
+                        case_deadline = later
+                        continue
+                    if self.starved is None:
+                        self.starved = patience.starved
                     ended = {
                         "status": "timeout",
                         "message": f"no result within {self.test_timeout:g}s",
@@ -458,6 +488,8 @@ class Judge:
                         ended = {}
                         break
                     case_deadline = min(self.deadline, time.monotonic() + self.test_timeout)
+                    patience = _Patience(case_deadline - time.monotonic())
+                    patience.started(proc.pid)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
@@ -484,7 +516,7 @@ class Judge:
                 rec["stdout"] = chatter.decode("utf-8", "replace")
             self.emit("T", rec)
             i += 1
-        self.emit("D", {"build_s": self.build_s})
+        self.emit("D", self._starved({"build_s": self.build_s}, None))
 
     def _call_record(self, body: bytes, i: int) -> dict[str, Any]:
         kind, _, rest = body.partition(b" ")
@@ -562,7 +594,13 @@ class Judge:
             proc.stderr.close()
             feed_fd = os.dup(proc.stdin.fileno())
             proc.stdin.close()
-            timed_out = _communicate(feed_fd, case.get("stdin", "").encode(), outs, t + timeout)
+            patience = _Patience(timeout)
+            patience.started(proc.pid)
+            timed_out = _communicate(
+                feed_fd, case.get("stdin", "").encode(), outs, t + timeout, patience
+            )
+            if timed_out and self.starved is None:
+                self.starved = patience.starved
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
@@ -582,7 +620,9 @@ class Judge:
                 "duration_s": round(time.monotonic() - t, 4),
             }
             self.emit("T", rec)
-        self.emit("D", {} if self.build_s is None else {"build_s": self.build_s})
+        self.emit(
+            "D", self._starved({} if self.build_s is None else {"build_s": self.build_s}, None)
+        )
 
     def run_pytest(self) -> None:
         """Run the pytest files; the candidate never sees or shapes them.
@@ -1028,10 +1068,74 @@ class _Shown:
         return self.text
 
 
-def _communicate(feed_fd: int, data: bytes, sinks: list[_Sink], deadline: float) -> bool:
+class _Patience:
+    """Whether a timed step (a build, an io case, a call-harness case) that reached its wall
+    time limit was starved of CPU by the machine, by the sandbox runner's own rule
+    (``CpuWindow``, shipped as ``_judge_starvation``) on the job's CPU account (the runner
+    names it in ``VERIFIERS_JOB_CPU``; none: never starved).
+
+    A starved step runs on, re-checked every quarter of its limit, until it is no longer
+    starved (then its timeout stands: the model's), finishes, uses its limit in CPU, or
+    reaches STARVE_GRACE times its limit: then ``starved`` holds the evidence, the judge
+    puts it on its ``D`` line and the host abstains (the engine's ``_raise_if_starved``).
+    A step that spins, sleeps or churns processes is not starved: its timeout is its fail.
+    """
+
+    def __init__(self, limit: float) -> None:
+        from ._judge_starvation import CpuWindow
+
+        counting = os.environ.get("VERIFIERS_JOB_CPU", "")
+        self.window = CpuWindow(
+            limit,
+            limit,
+            account="" if counting == "pids" else counting,
+            pid_check=counting == "pids",
+        )
+        self.window.already(_job_members())  # the judge's own wait before the step is not its
+        self.starved: dict[str, Any] | None = None
+
+    def started(self, pid: int) -> None:
+        """The step's first process: only pids from it on can be the step's tasks."""
+        if self.window.first_pid <= 0:
+            self.window.job_started(pid)
+
+    def more(self) -> float | None:
+        """At the step's deadline: a later deadline while it is starved, else None."""
+        verdict = self.window.verdict(_job_members())
+        now = time.monotonic()
+        if not verdict.pop("starved"):
+            return None
+        if now < self.window.cap:
+            return float(min(self.window.cap, now + self.window.step))
+        self.starved = verdict
+        return None
+
+
+def _job_members() -> list[int]:
+    """The job's processes: every process of this uid that the job's private PID namespace
+    shows (the runner only counts CPU this way where the namespace is private)."""
+    uid = os.getuid()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def _communicate(
+    feed_fd: int,
+    data: bytes,
+    sinks: list[_Sink],
+    deadline: float,
+    patience: _Patience | None = None,
+) -> bool:
     """Write ``data`` to a child's stdin and drain its output until both pipes close.
 
-    Returns True when ``deadline`` passed first.
+    Returns True when ``deadline`` passed first (and ``patience`` found no starvation).
     """
     os.set_blocking(feed_fd, False)
     view = memoryview(data)
@@ -1040,6 +1144,11 @@ def _communicate(feed_fd: int, data: bytes, sinks: list[_Sink], deadline: float)
         feed_fd = -1
     while feed_fd >= 0 or any(k.fd >= 0 for k in sinks):
         left = deadline - time.monotonic()
+        if left <= 0 and patience is not None:
+            later = patience.more()
+            if later is not None:
+                deadline = later
+                continue
         if left <= 0:
             if feed_fd >= 0:
                 os.close(feed_fd)

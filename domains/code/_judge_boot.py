@@ -45,21 +45,24 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def pack(sources: dict[str, Path]) -> dict[str, bytes]:
+def pack(sources: dict[str, Path], texts: dict[str, str] | None = None) -> dict[str, bytes]:
     """The judge's files for the sandbox from ``{".judge/<name>.py": source path}``.
 
     ``.judge/boot.py`` is this file's :func:`boot` and its call (:func:`boot_script`); the
-    other entries are the judge's modules in load order.
+    other entries are the judge's modules in load order. ``texts``: a module's source by name
+    instead of its file's (``_judge_starvation``: the runner's rule, cut from its file).
     """
+    texts = texts or {}
     import importlib.util
     import json
     import marshal
     import zlib
 
     modules = [
-        (dest.rsplit("/", 1)[-1][: -len(".py")], path.read_text(encoding="utf-8"))
+        (name, texts[name] if name in texts else path.read_text(encoding="utf-8"))
         for dest, path in sources.items()
         if dest != ".judge/boot.py"
+        for name in [dest.rsplit("/", 1)[-1][: -len(".py")]]
     ]
     from ._judge_record import JUDGE_FILE
 

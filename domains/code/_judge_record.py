@@ -44,7 +44,7 @@ __all__ = [
 READY, TEST, DONE = "R", "T", "D"
 """The line kinds."""
 
-JUDGE_MODULES = ("_judge_codec", "_judge_record", "_judge_candidate", "_judge")
+JUDGE_MODULES = ("_judge_codec", "_judge_record", "_judge_candidate", "_judge_starvation", "_judge")
 """The judge's modules in load order (each imports only those before it); ``_judge`` runs as
 ``__main__``. ``_judge_boot`` ships and loads them."""
 JUDGE_FILE = ".judge/harness.py"
@@ -92,6 +92,9 @@ DONE_FIELDS: dict[str, tuple[type, ...]] = {
     "collected": (list,),  # pytest: the test ids collected
     "exit_code": (int,),  # pytest's exit status
     "collect_errors": (list,),
+    # A build or test still starved of CPU by the machine at STARVE_GRACE times its limit:
+    # the runner's evidence (``_judge_starvation``); the host abstains (engine, infra).
+    "starved": (dict,),
     # CPU seconds (``os.times``) of the judge's phases, for benchmarks/humaneval.py --phases:
     # {"boot_start", "judge_start", "judge", "children"}; no verdict reads it.
     "usage": (dict,),

@@ -336,8 +336,11 @@ def judge_files(lang: Language) -> dict[str, bytes]:
     and ``harness.py.z``). A language's trusted helpers (the TypeScript driver, C++ headers)
     live in its runtime instead.
     """
+    from verifiers.sandbox._runner import rule_source
+
     from ._judge_boot import pack
 
+    # The starvation rule ships as the runner's own source (one definition of it).
     return {
-        **pack(dict(lang.judge_sources)),
+        **pack(dict(lang.judge_sources), {"_judge_starvation": rule_source()}),
     }

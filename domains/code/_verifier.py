@@ -189,7 +189,8 @@ class CodeTests(Verifier[CodeTestsSpec]):
         if done is not None and done.get("infra_error"):
             raise InfraError(printable(f"code judge: {done['infra_error']}"))
         if done is not None and isinstance(done.get("compile"), dict):
-            return _compile_failed(spec, lang, done["compile"], expected_n, tests.kind, ready)
+            failed = _compile_failed(spec, lang, done["compile"], expected_n, tests.kind, ready)
+            return _with_starvation(failed, done)
         kind.check_done(tests, done)
         outcomes = kind.outcomes(tests, records, done)
         expected_n = max(expected_n, len(outcomes)) if expected_n else len(outcomes)
@@ -230,12 +231,24 @@ class CodeTests(Verifier[CodeTestsSpec]):
         }
         if done is not None and isinstance(done.get("build_s"), (int, float)):
             details["build_s"] = done["build_s"]
-        return Result.scored(
+        scored = Result.scored(
             reward,
             components={"tests_passed": fraction},
             feedback=printable(feedback),
             details=_printable_tree(details),
         )
+        return _with_starvation(scored, done)
+
+
+def _with_starvation(result: Result, done: dict[str, Any] | None) -> Result:
+    """``result`` with ``details["starved_step"]`` when the judge found a build or test's
+    timeout caused by the machine starving it (its ``D`` line's ``starved``): the engine
+    never lets a ``fail`` stand on it (``_raise_if_starved``)."""
+    evidence = done.get("starved") if done is not None else None
+    if not isinstance(evidence, dict):
+        return result
+    kept = {k: v for k, v in evidence.items() if isinstance(v, bool | int | float)}
+    return result.model_copy(update={"details": {**result.details, "starved_step": kept}})
 
 
 def _compile_allowance(spec: CodeTestsSpec) -> float:

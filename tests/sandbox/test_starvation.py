@@ -187,6 +187,7 @@ def test_a_starved_job_abstains_and_a_self_inflicted_wait_does_not(
     new_provider: Any, cpu_hogs: None
 ) -> None:
     verdicts = _score(new_provider(pool_size=1), "under_load", retries=0)
+    print(json.dumps(verdicts))  # the evidence, in full, when it fails
     assert {k: _verdict(*v) for k, v in verdicts.items()} == _expected("under_load"), verdicts
 
 
@@ -221,3 +222,115 @@ def test_the_engine_never_lets_a_fail_stand_on_a_starved_job() -> None:
     assert starved.details["resources"]["limit_hit"] == ["wall-starved"]
     assert spun.status == "fail" and spun.details["resources"]["limit_hit"] == ["timeout"]
     assert len(provider.calls) == 3  # the starved row was tried twice
+
+
+@pytest.mark.bwrap
+def test_without_a_cpu_account_a_job_whose_tasks_died_is_never_starved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A host with no writable cgroup (simulated: the local backend gets none) has no CPU
+    account with the job's dead tasks in it. Then the runner counts the pids the job's private
+    PID namespace gave out: any that is gone (an auto-reaped child, an exited thread) and the
+    live processes' CPU is not all of the job's, so it is never starved; a job whose tasks all
+    live is still judged (``all_cpu_counted``)."""
+    import asyncio
+
+    import verifiers.sandbox._local as local
+    from verifiers.sandbox import LocalProvider, SandboxSettings
+
+    monkeypatch.setattr(local, "make_runner_cgroup", lambda tag: None)
+    programs = {r["id"]: r["program"] for r in ROWS}
+
+    async def main() -> dict[str, Any]:
+        provider = LocalProvider(SandboxSettings(local_isolation="bwrap", pool_size=1))
+        seen: dict[str, Any] = {}
+        try:
+            for name in ("churn-sigign", "churn-threads", "sleep-forever"):
+                async with provider.session("python", timeout_s=0.5, cpu_s=0.4, pids=64) as sb:
+                    run = await sb.exec(["python3", "-c", programs[name]])
+                    seen[name] = (run.starved, run.starvation)
+                    seen["report"] = sb.runner_hello.get("isolation", {}).get("starvation")
+        finally:
+            await provider.close()
+        return seen
+
+    seen = asyncio.run(main())
+    assert seen.pop("report") == "pids", seen
+    counted = {
+        name: (starved, evidence["all_cpu_counted"]) for name, (starved, evidence) in seen.items()
+    }
+    assert counted == {
+        "churn-sigign": (False, False),
+        "churn-threads": (False, False),
+        "sleep-forever": (False, True),
+    }, seen
+
+
+def test_pids_given_out_wrap_as_the_kernel_wraps_them() -> None:
+    from verifiers.sandbox._runner import pids_since
+
+    assert pids_since(10, 12, 4096) == [10, 11, 12]
+    assert pids_since(4094, 301, 4096) == [4094, 4095, 300, 301]
+
+
+JUDGE_ROWS: dict[str, tuple[str, str | None, str | None]] = {
+    # id: (the candidate program of one io case, verdict quiet, verdict under load)
+    "io-honest": (
+        "total = 0\nfor i in range(2_500_000):\n    total += i\nprint('ok')\n",
+        None,  # ~0.15 CPU-s: on this shared machine a share of 1/7 to 1/4 CPU times it out
+        "starved",
+    ),
+    "io-spin": ("while True:\n    pass\n", "fail", None),
+    "io-churn": (next(r["program"] for r in ROWS if r["id"] == "churn-sigign"), "fail", None),
+    "io-sleep": ("import time\ntime.sleep(60)\n", "fail", "fail"),
+    "io-nice": ("import os\nos.nice(19)\nwhile True:\n    pass\n", "fail", "fail"),
+}
+"""The code judge's own per-test limit (``test_timeout_s``) asks the runner's rule too: an
+honest case of about 0.15 CPU-s under a 1 s limit, starved by the CPU hogs, passes within the
+grace or abstains (it never fails for the load), and whatever a candidate does by itself stays
+its fail."""
+
+
+def _judge_rows(condition: int) -> list[dict[str, Any]]:
+    spec = {"language": "python", "timeout_s": 1, "test_timeout_s": 1}
+    cases = [{"stdin": "", "stdout": "ok\n"}]
+    return [
+        {
+            "id": name,
+            "completion": f"```python\n{program}```\n",
+            "task": {
+                "verifier": "code.tests",
+                "spec": {**spec, "tests": {"kind": "io", "cases": cases}},
+            },
+        }
+        for name, (program, *verdicts) in JUDGE_ROWS.items()
+        if verdicts[condition] is not None
+    ]
+
+
+def test_the_judges_own_time_limits_tell_starved_from_slow(
+    new_provider: Any, cpu_hogs: None
+) -> None:
+    seen = {}
+    for condition in (0, 1):
+        if condition:
+            _signal_hogs(signal.SIGCONT)
+        try:
+            # Quiet, as in the corpus's quiet run: outside load that starves a row is retried.
+            retries = 0 if condition else 2
+            rows = _judge_rows(condition)
+            results = score_rows(
+                new_provider(pool_size=1), rows, retries=retries, retry_backoff_s=0.05
+            )
+        finally:
+            _signal_hogs(signal.SIGSTOP)
+        for r in results:
+            detail = r.error.kind if r.error else r.details.get("starved_step")
+            seen[(r.id, condition)] = (_verdict(r.status, detail), r.status, detail)
+    expected = {
+        (name, c): verdicts[c]
+        for name, (_, *verdicts) in JUDGE_ROWS.items()
+        for c in (0, 1)
+        if verdicts[c] is not None
+    }
+    assert {k: v[0] for k, v in seen.items()} == expected, seen

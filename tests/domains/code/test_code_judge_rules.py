@@ -75,7 +75,12 @@ def test_static_test_count_is_a_lower_bound() -> None:
 def test_judge_stays_stdlib_only(module: str) -> None:
     """The judge runs with the sandbox runtime's python: the standard library (and pytest for
     pytest tests) only; its modules import one another relatively (``_judge_boot``)."""
-    tree = ast.parse((JUDGE_DIR / f"{module}.py").read_text())
+    source = (JUDGE_DIR / f"{module}.py").read_text()
+    if module == "_judge_starvation":  # shipped as the runner's rule, cut from its file
+        from verifiers.sandbox._runner import rule_source
+
+        source = rule_source()
+    tree = ast.parse(source)
     top = {
         (n.names[0].name if isinstance(n, ast.Import) else n.module or "").split(".")[0]
         for n in ast.walk(tree)
