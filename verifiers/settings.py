@@ -161,6 +161,14 @@ VARIABLES: tuple[Variable, ...] = (
         "Inside the code sandbox only: `1` pre-forks the candidate before the judge starts.",
         "domains/code/_judge.py (in the sandbox)",
     ),
+    Variable(
+        "VERIFIERS_JOB_CPU",
+        "set by the runner",
+        "Inside a sandbox job only, set by the runner after the request's env (a request cannot "
+        "set it): the job's read-only CPU account (a cgroup file, `pids`, or empty), which the "
+        "code judge's time limits read to tell a starved step from a slow one.",
+        "domains/code/_judge.py (in the sandbox), sandbox/_runner.py",
+    ),
     # -- adapters --------------------------------------------------------------------------
     Variable(
         "VERIFIERS_VERIFIER",
