@@ -106,10 +106,12 @@ async def _warm_checks(provider: Any) -> dict[str, Any]:
     async with provider.session("python", timeout_s=10, memory_mb=256) as sb:
         sent = sb._request  # a forged frame below, as a broken host would send
 
-        async def forged(message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        async def forged(
+            message: dict[str, Any], timeout: float, after: list[dict[str, Any]] | None = None
+        ) -> dict[str, Any]:
             if "preload" in message:
                 message = {**message, "preload": {"b64": "eA==", "keep": "0" * 64}}
-            return dict(await sent(message, timeout))
+            return dict(await sent(message, timeout, after))
 
         sb._request = forged
         try:
