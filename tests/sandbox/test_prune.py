@@ -130,7 +130,9 @@ def test_prune_images_removes_stale_tags_only() -> None:
 
     settings = SandboxSettings(image_prefix="verifiers-prune-test")
     client = docker.from_env()
-    source = client.images.list(name="verifiers-sandbox/base")[0]
+    # Any image to tag: the python runtime's, which CI's setup builds (there is no "base"
+    # image on a fresh machine any more; a stale one left by an older build made this pass).
+    source = client.images.list(name="verifiers-sandbox/python")[0]
     repository = f"{settings.image_prefix}/python"
     current = image_tag(find_images(settings)["python"], settings)
     tags = [current, f"{repository}:0123456789abcdef", f"{repository}:latest"]
