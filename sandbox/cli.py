@@ -10,6 +10,7 @@ import asyncio
 import shutil
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from verifiers.errors import MissingDependency, VerifierError
@@ -230,64 +231,76 @@ def _check(args: argparse.Namespace, settings: SandboxSettings) -> int:
     if unknown:
         print(f"error: unknown runtime(s) {unknown}; known: {sorted(images)}", file=sys.stderr)
         return 2
-    for name, image in sorted(images.items()):
-        if args.names and name not in args.names:
-            continue
-        runtime = load_runtime(image.path)
-        if runtime is not None:
-            root = rootfs_path(runtime, settings)
-            if not (root / MARKER).is_file():
-                row(
-                    f"runtime {name}",
-                    False,
-                    f"not built (run `verifiers sandbox build {name}`)",
-                    required=False,
-                )
-            else:
-                try:
-                    versions = check_rootfs(runtime, root)
-                    listing = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
-                    row(f"runtime {name}", True, f"{root}: {listing}")
-                except VerifierError as exc:
+    from . import docker_ready
+
+    # The slow parts run at once, each in its own thread (they wait on child processes and the
+    # disk): each runtime's import check (GBs of packages, read from a cold page cache in a
+    # fresh CI run: 3 minutes one after the other) and the two backends' smoke jobs. The rows
+    # are then written in their usual order.
+    with ThreadPoolExecutor(max_workers=len(images) + 2) as pool:
+        checks: dict[str, Future[dict[str, str]]] = {}
+        runtimes: dict[str, Any] = {}
+        for name, image in sorted(images.items()):
+            if args.names and name not in args.names:
+                continue
+            runtime = runtimes[name] = load_runtime(image.path)
+            if runtime is not None and (rootfs_path(runtime, settings) / MARKER).is_file():
+                checks[name] = pool.submit(check_rootfs, runtime, rootfs_path(runtime, settings))
+        local_smoke = pool.submit(_smoke, "local", settings)
+        docker_smoke = pool.submit(_smoke, "docker", settings) if docker_ready(settings) else None
+        for name, runtime in runtimes.items():
+            if runtime is not None:
+                root = rootfs_path(runtime, settings)
+                if name not in checks:
                     row(
                         f"runtime {name}",
                         False,
-                        f"{exc} (run `verifiers sandbox build --force {name}`)",
+                        f"not built (run `verifiers sandbox build {name}`)",
+                        required=False,
                     )
-        tag = image_tag(image, settings)
-        built = False
-        if client is not None:
-            try:
-                client.images.get(tag)
-                built = True
-            except Exception:  # ImageNotFound or engine error: not usable either way
-                built = False
-        if client is None:  # say why: "not built" would send the user to the wrong fix
-            detail = f"{tag}: unknown, the Docker engine is unreachable (see above)"
-        else:
-            detail = tag if built else f"{tag} (run `verifiers sandbox build {name}`)"
-        row(f"image {name}", built, detail, required=False)
-    from ._host import host_features
+                else:
+                    try:
+                        versions = checks[name].result()
+                        listing = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+                        row(f"runtime {name}", True, f"{root}: {listing}")
+                    except VerifierError as exc:
+                        row(
+                            f"runtime {name}",
+                            False,
+                            f"{exc} (run `verifiers sandbox build --force {name}`)",
+                        )
+            tag = image_tag(images[name], settings)
+            built = False
+            if client is not None:
+                try:
+                    client.images.get(tag)
+                    built = True
+                except Exception:  # ImageNotFound or engine error: not usable either way
+                    built = False
+            if client is None:  # say why: "not built" would send the user to the wrong fix
+                detail = f"{tag}: unknown, the Docker engine is unreachable (see above)"
+            else:
+                detail = tag if built else f"{tag} (run `verifiers sandbox build {name}`)"
+            row(f"image {name}", built, detail, required=False)
+        from ._host import host_features
 
-    for feature in host_features():
-        row(f"host: {feature.name}", feature.works, feature.detail, required=False)
-    for tool in ("bwrap", "unshare"):
-        works = _probe_cached(tool)  # type: ignore[arg-type]
-        where = shutil.which(tool) or "not installed"
-        row(tool, works, where if works else f"{where} (does not work here)", required=False)
-    ok, detail, report = _smoke("local", settings)
-    row("local backend", ok, detail)
-    for part, holds, why in _isolation_rows("local", report) if ok else []:
-        row(part, holds, why, required=False)
-    for backend, what in _isolation(settings).items():
-        table.add_row(f"isolation {backend}", "", what)
-    from . import docker_ready
-
-    if docker_ready(settings):
-        works, detail, report = _smoke("docker", settings)
-        row("docker backend", works, detail, required=False)
-        for part, holds, why in _isolation_rows("docker", report) if works else []:
+        for feature in host_features():
+            row(f"host: {feature.name}", feature.works, feature.detail, required=False)
+        for tool in ("bwrap", "unshare"):
+            works = _probe_cached(tool)  # type: ignore[arg-type]
+            where = shutil.which(tool) or "not installed"
+            row(tool, works, where if works else f"{where} (does not work here)", required=False)
+        ok, detail, report = local_smoke.result()
+        row("local backend", ok, detail)
+        for part, holds, why in _isolation_rows("local", report) if ok else []:
             row(part, holds, why, required=False)
+        for backend, what in _isolation(settings).items():
+            table.add_row(f"isolation {backend}", "", what)
+        if docker_smoke is not None:
+            works, detail, report = docker_smoke.result()
+            row("docker backend", works, detail, required=False)
+            for part, holds, why in _isolation_rows("docker", report) if works else []:
+                row(part, holds, why, required=False)
     row("auto picks", True, "docker" if docker_ready(settings) else "local")
     Console().print(table)
     if client is not None:
