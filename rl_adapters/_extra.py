@@ -27,7 +27,15 @@ from verifiers.types import Result
 
 from ._rows import result_reward
 
-__all__ = ["ERROR_KINDS", "extra_columns", "extra_keys", "extra_values", "parse_components"]
+__all__ = [
+    "ERROR_KINDS",
+    "extra_columns",
+    "extra_keys",
+    "extra_values",
+    "parse_components",
+    "scored_result",
+    "scored_values",
+]
 
 ERROR_KINDS: tuple[str, ...] = ("bad_input", "infra", "timeout", "verifier")
 _STATUS_KEYS = ("verifiers_valid", "verifiers_pass", "verifiers_skipped")
@@ -98,6 +106,24 @@ def scored_values(score: float, result: Result, components: Sequence[str] = ()) 
         out = template.copy()
         out["score"] = score
     return _add_components(out, result, components)
+
+
+def scored_result(
+    result: Result, invalid: float, components: Sequence[str] = ()
+) -> dict[str, float]:
+    """:func:`scored_values` with the score taken from ``result``: its reward, or ``invalid``
+    for an unjudged one (what :func:`~verifiers.rl_adapters._rows.result_reward` says), in one
+    call (veRL's per-sample return value)."""
+    status = result.status
+    error = result.error
+    template = _SCORED_VALUES.get((status, error.kind if error is not None else None))
+    reward = None if status == "error" or status == "skipped" else result.reward
+    score = invalid if reward is None else float(reward)
+    if template is None:
+        return scored_values(score, result, components)
+    out = template.copy()
+    out["score"] = score
+    return _add_components(out, result, components) if components else out
 
 
 def _add_components(

@@ -171,15 +171,21 @@ def response_text(query: str, prompt: str | None, eos_tokens: Sequence[str]) -> 
     text = text.rstrip()
     if not text.endswith(tokens):  # the common case (no end token left), in one check
         return text
+    # Pass after pass, trailing whitespace and then each token in turn come off the end, until
+    # a pass removes nothing. Only the end index moves (one slice at the end): cutting a copy
+    # per token made a tail of n end tokens cost O(n^2).
+    tokens = tuple(token for token in tokens if token)
+    end = len(text)
     stripped = True
     while stripped:
         stripped = False
-        text = text.rstrip()
-        for token in eos_tokens:
-            if token and text.endswith(token):
-                text = text[: -len(token)]
+        while end and text[end - 1].isspace():  # what ``str.rstrip()`` removes
+            end -= 1
+        for token in tokens:
+            if text.endswith(token, 0, end):
+                end -= len(token)
                 stripped = True
-    return text
+    return text[:end]
 
 
 _FILE_FLAGS: Mapping[str, str] = {

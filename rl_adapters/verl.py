@@ -47,8 +47,14 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from verifiers.rl_adapters._extra import extra_keys, parse_components, scored_values
-from verifiers.rl_adapters._rows import MISSING, TaskDefaults, make_item, result_reward
+from verifiers.rl_adapters._extra import extra_keys, parse_components, scored_result
+from verifiers.rl_adapters._rows import (
+    _MEMO_REFERENCE_TYPES,
+    MISSING,
+    REFERENCES,
+    TaskDefaults,
+    make_item,
+)
 from verifiers.rl_adapters._scorer import MachineConcurrency, Scorer
 
 from verifiers.engine import EngineSettings
@@ -100,7 +106,7 @@ class _Config:
         self.scorer = _scorer(kwargs)
 
     def score_dict(self, result: Result) -> dict[str, float]:
-        return _score_dict(result, self.invalid, self.names)
+        return scored_result(result, self.invalid, self.names)
 
 
 _configs: dict[tuple[Any, ...], _Config] = {}
@@ -136,6 +142,18 @@ def _frozen(value: Any, budget: list[int]) -> Any:
     return (kind, value)
 
 
+_last: tuple[tuple[str, ...], tuple[type, ...], tuple[Any, ...], _Config | None] = (
+    (),
+    (),
+    (),
+    None,
+)
+"""The config of the last all-scalar kwargs looked up, with their names, types and values:
+veRL's naive manager passes the same ``reward_kwargs`` on every call, so this one comparison
+(names, values and types equal: exactly what the content key compares) replaces building and
+hashing the key. Replaced as one tuple, so a thread never reads a mixed entry."""
+
+
 def _config(kwargs: Mapping[str, Any]) -> _Config:
     """The :class:`_Config` of ``kwargs``, memoised by their exact content.
 
@@ -143,20 +161,30 @@ def _config(kwargs: Mapping[str, Any]) -> _Config:
     share a config only when they are equal value for value and type for type; a value that
     is neither a container nor hashable, or a key of more than ``_KEY_NODES`` nodes, is read
     afresh on every call. At most ``_CONFIGS_MAX`` configs are kept. The model's output never
-    reaches the key (it arrives as ``solution_str``, apart from the kwargs).
+    reaches the key (it arrives as ``solution_str``, apart from the kwargs). The per-sample
+    hot path (veRL's naive manager: the same kwargs on every call) compares them with the
+    last ones first (:data:`_last`).
 
     Raises:
         InvalidSettings: ``invalid_score`` unset or not finite, or bad ``components`` (on
             every call: a refused config is never memoised).
     """
-    key: tuple[Any, ...] | None
+    global _last
+    names = tuple(kwargs)
     values = tuple(kwargs.values())
     types = tuple(map(type, values))
+    last_names, last_types, last_values, config = _last
+    # types first: the values compared are then scalars of the same types, never an
+    # arbitrary object's ``__eq__``
+    if types == last_types and names == last_names and values == last_values and config:
+        return config
+    key: tuple[Any, ...] | None
+    scalars = _SCALARS.issuperset(types)
     try:
-        if _SCALARS.issuperset(types):  # the usual case, built without a Python-level loop
-            key = (tuple(kwargs), types, values)
+        if scalars:  # the usual case, built without a Python-level loop
+            key = (names, types, values)
         else:
-            key = (tuple(kwargs), _frozen(values, [_KEY_NODES]))
+            key = (names, _frozen(values, [_KEY_NODES]))
         config = _configs.get(key)
     except (TypeError, _KeyTooLarge, RecursionError):
         key, config = None, None
@@ -167,6 +195,8 @@ def _config(kwargs: Mapping[str, Any]) -> _Config:
                 if len(_configs) >= _CONFIGS_MAX:  # e.g. a NaN never matches itself
                     _configs.clear()
                 _configs[key] = config
+    if scalars and key is not None:
+        _last = (names, types, values, config)
     return config
 
 
@@ -190,6 +220,9 @@ class _Rows:
         self.spec = kwargs.get("spec")
         self._defaults: dict[Any, TaskDefaults] = {}
         self._metadata: dict[str, dict[str, str]] = {}
+        self._plain: dict[str, tuple[TaskDefaults, dict[str, str]]] = {}
+        """Per data source (a ``str``) whose rows take the configured verifier: its defaults
+        and metadata, for the plain-row path of :meth:`item` (filled by :meth:`_item`)."""
 
     def defaults(self, data_source: Any) -> TaskDefaults:
         verifier = self.verifier
@@ -208,6 +241,45 @@ class _Rows:
             return defaults
 
     def item(
+        self,
+        data_source: Any,
+        solution_str: str,
+        ground_truth: Any,
+        extra_info: Mapping[str, Any] | None,
+    ) -> dict[str, Any] | Result:
+        if (
+            type(ground_truth) in _MEMO_REFERENCE_TYPES
+            and type(data_source) is str
+            and (
+                extra_info is None or (type(extra_info) is dict and extra_info.get("task") is None)
+            )
+        ):
+            # veRL's usual row: a plain ground truth under the configured verifier. The same
+            # item make_item builds for it (its reference branch), without its general path.
+            plain = self._plain.get(data_source)
+            if plain is not None:
+                defaults, metadata = plain
+                task = None
+                if defaults._key is not None:
+                    task = REFERENCES.get(
+                        (defaults._key, type(ground_truth), ground_truth), defaults
+                    )
+                item: dict[str, Any] = {
+                    "completion": solution_str,
+                    "task": defaults.task(ground_truth) if task is None else task,
+                }
+                if extra_info:
+                    row_id = extra_info.get("id", extra_info.get("index"))
+                    if row_id is not None:
+                        item["id"] = str(row_id)
+                    prompt = extra_info.get("prompt")
+                    if isinstance(prompt, str):
+                        item["prompt"] = prompt
+                item["metadata"] = metadata
+                return item
+        return self._item(data_source, solution_str, ground_truth, extra_info)
+
+    def _item(
         self,
         data_source: Any,
         solution_str: str,
@@ -249,6 +321,13 @@ class _Rows:
             if len(self._metadata) >= _ROWS_MEMO_MAX:
                 self._metadata.clear()
             metadata = self._metadata[source] = {"data_source": source}
+        if (
+            task is MISSING
+            and defaults.verifier is not None
+            and type(data_source) is str
+            and len(self._plain) < _ROWS_MEMO_MAX
+        ):
+            self._plain[data_source] = (defaults, metadata)  # this source's rows: item()
         return make_item(
             completion=solution_str,
             prompt=prompt if isinstance(prompt, str) else None,
@@ -298,8 +377,7 @@ def _components(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _score_dict(result: Result, invalid: float, names: Sequence[str]) -> dict[str, float]:
-    reward = result_reward(result)
-    return scored_values(invalid if reward is None else float(reward), result, names)
+    return scored_result(result, invalid, names)
 
 
 def compute_score(

@@ -111,6 +111,48 @@ def test_response_text_cuts_prompt_and_end_tokens() -> None:
     assert response_text("x", None, eos) == "x"
 
 
+def _response_text_by_copies(text: str, eos_tokens: tuple[str, ...]) -> str:
+    """The definition ``response_text`` keeps (its end-token part), written the plain way: a
+    copy per token cut (quadratic in the tail; an oracle for short texts only)."""
+    text = text.rstrip()
+    stripped = True
+    while stripped:
+        stripped = False
+        text = text.rstrip()
+        for token in eos_tokens:
+            if token and text.endswith(token):
+                text = text[: -len(token)]
+                stripped = True
+    return text
+
+
+def test_response_text_strips_as_the_plain_definition_does() -> None:
+    import random
+
+    rng = random.Random(21)
+    token_sets = [("</s>",), ("</s>", "<|im_end|>"), ("b", "ab"), ("ab", "b"), ("", "x "), ("a",)]
+    pieces = ["</s>", "<|im_end|>", "a", "b", "ab", "x", " ", "\n", "\u3000", "\x85", "y"]
+    for _ in range(3000):
+        tokens = rng.choice(token_sets)
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
+        assert response_text(text, None, tokens) == _response_text_by_copies(text, tokens), (
+            text,
+            tokens,
+        )
+
+
+def test_response_text_is_linear_in_a_tail_of_end_tokens() -> None:
+    """A completion ending in 300k end tokens (and whitespace between them) is cut in well
+    under a second: cutting a copy per token took O(n^2) (tens of seconds here)."""
+    import time
+
+    eos = ("</s>", "<|im_end|>")
+    tail = "answer" + "</s> <|im_end|>\n" * 150_000
+    started = time.process_time()
+    assert response_text("P " + tail, "P", eos) == " answer"
+    assert time.process_time() - started < 3.0
+
+
 @pytest.mark.rl
 @pytest.mark.parametrize(
     ("kwargs", "match"),

@@ -141,3 +141,46 @@ def test_one_config_and_one_task_per_distinct_input() -> None:
     item(7.0)
     d = item(7.0)
     assert d is not c and d.reference == 7.0 and type(d.reference) is float  # typed keys
+
+
+class _Source(str):
+    def __str__(self) -> str:
+        return "another source"
+
+
+def test_plain_rows_are_built_as_the_general_path_builds_them() -> None:
+    """veRL's usual row (a plain ground truth, maybe an extra_info without a task) skips the
+    general path: it must build the very item that path builds, first sight and after."""
+    rows = verl._Rows({"verifier": VERIFIER, "verifiers_by_source": {"s2": "answer.math"}})
+    shapes: list[tuple[Any, Any, Any]] = [
+        ("d", "3", None),
+        ("d", 3, {}),
+        ("d", 3.5, {"index": 4}),
+        ("d", "x", {"id": 7, "index": 4, "prompt": "P"}),
+        ("d", "x", {"index": 0, "prompt": ["not", "text"]}),
+        ("d", "3", {"task": None, "index": None}),
+        ("s2", "3", None),
+        (_Source("d"), "3", None),
+        ("d", True, None),
+        ("d", None, {"index": 2}),
+        ("d", {"verifier": VERIFIER, "reference": "3"}, None),
+        ("d", "3", {"task": json.dumps({"verifier": VERIFIER, "reference": "4"})}),
+    ]
+    for source in ("d", "s2"):
+        rows._item(source, "warm", "0", None)
+    assert set(rows._plain) == {"d", "s2"}  # the plain-row path is on for both sources
+
+    def built(make: Any, args: tuple[Any, ...], sights: int) -> Any:
+        REFERENCES.clear()
+        for _ in range(sights - 1):
+            make(*args)
+        return make(*args)
+
+    for source, truth, info in shapes:
+        args = (source, "The answer is 3", truth, info)
+        for sights in (1, 2, 3):
+            assert built(rows.item, args, sights) == built(rows._item, args, sights), (
+                args,
+                sights,
+            )
+    REFERENCES.clear()
