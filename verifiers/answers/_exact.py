@@ -18,6 +18,7 @@ from ._locate import (
     answer_phrase,
     answer_tag,
     boxed_all,
+    end_of_turn,
     extract_answer,
     last_line,
     strip_thinking,
@@ -280,7 +281,9 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
             wanted.append(letter)
         if spec.strip_thinking:
             text = strip_thinking(text)
-        chosen, source, hedged = extract_choice(text, letters)
+        # The same turn as every answer verifier reads: a letter after a chat-template token
+        # belongs to a turn the model made up.
+        chosen, source, hedged = extract_choice(end_of_turn(text), letters)
         details: dict[str, object] = {"choice": chosen, "source": source}
         if chosen is None:
             return Result.failed(

@@ -11,9 +11,11 @@ on untrusted model output inside the engine's event loop.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Literal
 
 __all__ = [
+    "CHAT_TURN_TOKENS",
     "Extract",
     "answer_phrase",
     "answer_tag",
@@ -256,16 +258,55 @@ def _trim_sentence(value: str) -> str:
     return value
 
 
-_CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end|start_header_id|user)\|>")
-"""A chat template's special token written out as text ("... is 2/3. <|im_start|>user"):
-the model's turn ended there, and what follows is a turn it made up, not its answer."""
+CHAT_TURN_TOKENS: dict[str, tuple[str, ...]] = {
+    "ChatML (Qwen, Yi, OpenHermes)": ("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+    "Llama 3": ("<|start_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"),
+    "Llama 4": ("<|header_start|>", "<|eot|>", "<|eom|>"),
+    "Phi-3 / Phi-4": ("<|user|>", "<|system|>", "<|assistant|>", "<|end|>"),
+    "gpt-oss (harmony)": ("<|start|>", "<|return|>", "<|call|>"),
+    "Gemma": ("<start_of_turn>", "<end_of_turn>"),
+    "Mistral / Llama 2": ("[INST]",),
+    "Command R (Cohere)": ("<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"),
+    "Granite": ("<|start_of_role|>",),
+    "DeepSeek": (
+        "<｜User｜>",
+        "<｜Assistant｜>",
+        "<｜end▁of▁sentence｜>",
+        "<｜begin▁of▁sentence｜>",
+    ),
+}
+"""The turn tokens of each major chat-template family, written out as text: the model's turn
+ended at any of them, and what follows is a turn it made up ("... is 2/3. <|im_start|>user",
+"\\boxed{5}<end_of_turn><start_of_turn>user ... \\boxed{6}"), never its answer. One table for
+every family, so a template the list misses is one line here, not a hedge that pays. Generic
+end-of-sequence marks that are also ordinary text are not turn tokens: ``</s>`` closes HTML
+strikethrough, ``<eos>`` is a word in prose."""
+
+_CHAT_TOKEN = re.compile(
+    "|".join(
+        sorted(
+            {
+                re.escape(form)
+                for tokens in CHAT_TURN_TOKENS.values()
+                for token in tokens
+                for form in (token, unicodedata.normalize("NFKC", token))
+            }
+        )
+    )
+)
+"""Any token of :data:`CHAT_TURN_TOKENS`, as written or as :func:`verifiers.text.visible_text`
+reads it (NFKC folds DeepSeek's full-width bars to ``|``). Literal alternatives: linear."""
 
 
 _TURN_HEADER = re.compile(
-    r"\s*(?:<\|(?:im_start|start_header_id)\|>\s*assistant\s*(?:<\|end_header_id\|>)?\s*)+"
+    r"\s*(?:(?:<\|(?:im_start|start_header_id|header_start|start|start_of_role)\|>\s*assistant"
+    r"\s*(?:<\|(?:end_header_id|header_end|end_of_role)\|>)?"
+    r"|<\|assistant\|>|<start_of_turn>\s*model|<[｜|]Assistant[｜|]>|\[/INST\]"
+    r"|<\|START_OF_TURN_TOKEN\|>\s*<\|CHATBOT_TOKEN\|>)\s*)+"
 )
-"""A template header that opens the model's own turn ("<|im_start|>assistant"): kept out of
-the cut, so an honest completion that repeats its header is read in full."""
+"""A template header that opens the model's own turn ("<|im_start|>assistant",
+"<start_of_turn>model", "<｜Assistant｜>", ...): kept out of the cut, so an honest completion
+that repeats its header is read in full."""
 
 
 def end_of_turn(text: str) -> str:
