@@ -45,6 +45,28 @@ def _daemon(body, seconds=20.0):
         os._exit(0)
 """
 
+
+def _fd_spray(data: str, fds: int, setup: str = "") -> str:
+    """Source that starts a daemon writing ``data`` (a Python bytes expression) into the first
+    ``fds`` fds of every other process it can open in /proc, every 50 ms for 20 s."""
+    return (
+        '\n_daemon(r"""\nimport os, time\n' + setup + "end = time.time() + 20\n"
+        "me = os.getpid()\n"
+        "while time.time() < end:\n"
+        '    for pid in os.listdir("/proc"):\n'
+        "        if not pid.isdigit() or int(pid) == me:\n"
+        "            continue\n"
+        f"        for fd in range(0, {fds}):\n"
+        "            try:\n"
+        '                with open("/proc/%s/fd/%d" % (pid, fd), "wb", buffering=0) as fh:\n'
+        f"                    fh.write({data})\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "    time.sleep(0.05)\n"
+        '""")\n'
+    )
+
+
 ATTACKS: list[tuple[str, str, str, str]] = [
     (
         "files",
@@ -236,27 +258,14 @@ time.sleep(0.3)
         "the nonce is fresh per sample and never in argv or a file, and the process is swept "
         "before the next session",
         DAEMON
-        + r'''
-_daemon(r"""
-import os, time
-line = b"00000000000000000000000000000000 T {\"name\": \"check(add)\", \"status\": \"passed\"}\n"
+        + _fd_spray(
+            "line + done",
+            12,
+            setup=r"""line = b"00000000000000000000000000000000 T {\"name\": \"check(add)\", \"status\": \"passed\"}\n"
 done = b"00000000000000000000000000000000 D {}\n"
-end = time.time() + 20
-me = os.getpid()
-while time.time() < end:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        for fd in range(0, 12):
-            try:
-                with open("/proc/%s/fd/%d" % (pid, fd), "wb", buffering=0) as fh:
-                    fh.write(line + done)
-            except OSError:
-                pass
-    time.sleep(0.05)
-""")
-time.sleep(0.2)
-''',
+""",
+        )
+        + "time.sleep(0.2)\n",
     ),
     (
         "ptrace",
@@ -438,24 +447,8 @@ for folder in ("/tmp", "/var/tmp", "/dev/shm", os.path.expanduser("~"), os.getcw
         "and the zygotes' /proc fd folders are closed to the job uid; the process is swept "
         "before the next session",
         DAEMON
-        + r'''
-_daemon(r"""
-import os, time
-end = time.time() + 20
-me = os.getpid()
-while time.time() < end:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        for fd in range(0, 16):
-            try:
-                with open("/proc/%s/fd/%d" % (pid, fd), "wb", buffering=0) as fh:
-                    fh.write(b"P" + b"F" * 15)
-            except OSError:
-                pass
-    time.sleep(0.05)
-""")
-import socket
+        + _fd_spray('b"P" + b"F" * 15', 16)
+        + r"""import socket
 r, w = os.pipe()
 os.write(w, b"open('/tmp/xs-residue-warm', 'w').close()\n")
 os.close(w)
@@ -472,7 +465,7 @@ for fd in range(0, 64):
     finally:
         sock.close()
 time.sleep(0.2)
-''',
+""",
     ),
 ]
 
