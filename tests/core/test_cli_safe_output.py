@@ -128,6 +128,12 @@ _DEFAULT_SIGINT_EXEC = (
 
 SLOW = "```python\nimport time\n\ndef f(x):\n    time.sleep(0.4)\n    return x + 1\n```"
 
+CTRL_C_ROWS = 12
+"""Enough rows that the run is still going when the Ctrl-C lands: at concurrency 2 and 0.4 s
+a row, the rows after the first result need over 2 s, and the signal follows that result by
+at most one 50 ms poll. A handler that let the run finish (kept == every row) fails the test.
+40 rows cost 25 s in CI for the same check."""
+
 
 @pytest.mark.bwrap
 def test_ctrl_c_keeps_results_and_prints_the_resume_command(tmp_path: Path) -> None:
@@ -140,7 +146,7 @@ def test_ctrl_c_keeps_results_and_prints_the_resume_command(tmp_path: Path) -> N
     }
     rows = [
         {"id": f"s{i}", "completion": SLOW, "task": {"verifier": "code.tests", "spec": spec}}
-        for i in range(40)
+        for i in range(CTRL_C_ROWS)
     ]
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
