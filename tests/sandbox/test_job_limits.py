@@ -18,25 +18,60 @@ from verifiers.sandbox._runner import Runner, _rmtree
 
 FORK_HOGS = textwrap.dedent(
     """
-    import os, sys, time
-    kids = []
+    import os, select, signal, time
+    r, w = os.pipe()
+    kids = set()
     for _ in range(20):
         pid = os.fork()
         if pid == 0:
             try:
+                os.close(r)
                 block = bytearray(60 << 20)
                 for i in range(0, len(block), 4096):
                     block[i] = 1
-                sys.stdout.write("held\\n")
-                sys.stdout.flush()
-                time.sleep(2)
+                os.write(w, b"%d\\n" % os.getpid())
+                time.sleep(120)  # hold it until the parent has counted
             finally:
                 os._exit(0)
-        kids.append(pid)
-    for pid in kids:
+        kids.add(pid)
+    os.close(w)
+    held, dead, buf, eof = set(), set(), b"", False
+
+    def reap():
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            dead.add(pid)
+
+    deadline = time.monotonic() + 50
+    while (held | dead) != kids and time.monotonic() < deadline:
+        if not eof and select.select([r], [], [], 0.05)[0]:
+            chunk = os.read(r, 4096)
+            eof = not chunk
+            *lines, buf = (buf + chunk).split(b"\\n")
+            held.update(int(x) for x in lines)
+        elif eof:
+            time.sleep(0.05)
+        reap()
+    reap()
+    # Every child now holds its 60 MB or is gone: the live holders hold theirs at once.
+    print("settled", int((held | dead) == kids), "holding", len(held - dead), flush=True)
+    for pid in kids - dead:
+        os.kill(pid, signal.SIGKILL)
+    for pid in kids - dead:
         os.waitpid(pid, 0)
     """
 )
+"""20 children that each fill 60 MB and hold it. What the per-job limit bounds is the memory
+held *at once*: counting every child that ever held its block (an earlier version printed
+"held" per child) also counted children the OOM killer took after they had printed, so at
+load a third or fourth child could fill the memory a killed one freed and the count read 3 or
+4 under a correct 128 MB limit. The parent waits until each child holds or is gone, then
+prints how many live children hold theirs at that moment."""
 
 DEEP_CHAIN = textwrap.dedent(
     """
@@ -119,10 +154,12 @@ def test_memory_is_limited_per_job_not_per_process(run_with: Any, backend: str) 
             return await sandbox.exec(["python3", "-c", FORK_HOGS], timeout=60)
 
     result = run_with(body)
-    held = result.stdout.count(b"held")
-    # 60 MB each: at most two fit in the job's 128 MB (Docker: the container adds the
-    # runner's own overhead); per-process limits would let all 20 hold theirs.
-    assert held * 60 <= 128 + (64 if backend == "docker" else 0), (held, result.stderr[-300:])
+    words = result.text().split()
+    assert words[:2] == ["settled", "1"] and words[2] == "holding", (words, result.stderr[-300:])
+    holding = int(words[3])
+    # 60 MB each: at most two fit in the job's 128 MB at once (Docker: the container adds the
+    # runner's own overhead); per-process limits would let all 20 hold theirs together.
+    assert 1 <= holding and holding * 60 <= 128 + (64 if backend == "docker" else 0), holding
     assert result.oom_killed
 
 
