@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from ci_durations import FileDurations
 
 OPT_IN = ("docker", "bwrap", "blender", "slow", "rl", "ray", "gpu", "browser")
 REPO = Path(__file__).resolve().parent.parent
@@ -72,6 +73,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     if _in_ci() and report.skipped and item.get_closest_marker("gpu") is None:
         report.outcome = "failed"
         report.longrepr = f"skipped in CI (a skipped test is a failing feature): {report.longrepr}"
+
+
+_FILE_DURATIONS = FileDurations()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _FILE_DURATIONS.add(report.nodeid, report.duration)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Under CI, the seconds each test file took (see ``tests/ci_durations.py``)."""
+    if not _in_ci() or not _FILE_DURATIONS.seconds:
+        return
+    terminalreporter.write_sep("=", "seconds by test file (all phases; CI=true)")
+    for line in _FILE_DURATIONS.lines():
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
