@@ -21,8 +21,12 @@ HERE = Path(__file__).resolve().parent
 CORPUS = EngineCorpus(
     HERE.parents[2] / "datasets" / "cad" / "corpus.jsonl",
     HERE / "make_corpus.py",
-    pool_sizes={"docker": 1},
+    pool_sizes={"docker": 1, "local": 2},
 )
+"""Runners per CAD runtime. Every runner's zygote imports its library before its first job:
+about 3 CPU-s each under bubblewrap (cadquery 2.7-3.0, build123d 3.2; 5-8 s wall at load 15).
+The default 4 per runtime starts 8 of them, 24 CPU-s on CI's 2 cores, before the first rows
+run; 2 per runtime still overlap one runtime's stalled rows (the endless loop) with the rest."""
 
 BACKEND_ENFORCED = (
     "hack-segfault",
