@@ -246,3 +246,39 @@ def test_fast_jobs_start_from_a_spare_already_in_their_own_limited_cgroup() -> N
     for seen_limits in limits:
         memory = seen_limits.get("memory.max", seen_limits.get("memory.limit_in_bytes"))
         assert memory == str(96 << 20) and seen_limits.get("pids.max") == "24", limits
+
+
+def test_finished_jobs_cgroups_are_removed_while_the_next_job_runs() -> None:
+    """A finished job's cgroups are emptied at once and removed during the next job (their
+    ``rmdir`` takes the kernel's cgroup lock, which joins elsewhere hold for an RCU grace
+    period); the next job's are made then too. However many jobs ran, a runner holds at
+    most three sets: the last job's (until the next job), a reserve and its spare's."""
+    _require_delegation()
+    parents = list(_v1_parents().values()) or [p for p in [_v2_parent()] if p]
+
+    def job_dirs() -> list[str]:
+        return [
+            path
+            for parent in parents
+            for path in glob.glob(os.path.join(parent, f"verifiers-{os.getpid()}-*", "job*"))
+        ]
+
+    async def main() -> list[int]:
+        provider = LocalProvider(SandboxSettings(local_isolation="bwrap", pool_size=1))
+        counts = []
+        try:
+            async with provider.session("python", memory_mb=96, pids=24, timeout_s=20) as sb:
+                for code in ["pass"] * 8 + ["import os; os.fork(); os.fork()"] * 4:
+                    run = await sb.exec(["python3", "-c", code])
+                    assert run.ok, run
+                    counts.append(len(job_dirs()))
+                run = await sb.exec(["/bin/sh", "-c", "true"])  # the launcher's path too
+                counts.append(len(job_dirs()))
+        finally:
+            await provider.close()
+        counts.append(len(job_dirs()))
+        return counts
+
+    counts = asyncio.run(main())
+    per_job = len(_v1_parents()) or 1  # a job's cgroup per v1 hierarchy, or one v2 cgroup
+    assert max(counts[:-1]) <= 3 * per_job and counts[-1] == 0, counts
