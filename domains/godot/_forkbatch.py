@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.sandbox import ExecResult
-from verifiers.sandbox._runner import STARVE_CPU_SHARE
+from verifiers.sandbox._runner import STARVE_CPU_SHARE, rule_source
 
 from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, InfraError
@@ -44,6 +44,8 @@ _HERE = Path(__file__).resolve().parent
 _DRIVER = (_HERE / "_forkdrive.py").read_bytes()
 _SERVER = (_HERE / "_forkserver3.gd").read_bytes()
 _LIBRARY = (_HERE / "_vfork.gdnlib").read_bytes()
+_RULES = rule_source(wanted=("_oom_kills",)).encode()
+"""``_forkrules.py``, what the driver takes from the sandbox runner (one definition of it)."""
 _SERVER_MB = 256
 """The server's own memory (the engine initialised), on top of the largest check's."""
 _START_S = 60.0
@@ -103,7 +105,7 @@ async def run_batch(
         "file_bytes": _MAX_STATE,
     }
     async with ctx.sandbox(RUNTIME, **limits) as sb:
-        await sb.write_files({"_forkdrive.py": _DRIVER}, readonly=True)
+        await sb.write_files({"_forkdrive.py": _DRIVER, "_forkrules.py": _RULES}, readonly=True)
         await sb.write_files({"_batch.json": json.dumps(batch).encode()})
         done = await sb.exec(
             ["python3", "_forkdrive.py"],

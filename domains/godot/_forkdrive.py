@@ -43,6 +43,14 @@ import sys
 import time
 from typing import Any
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the driver (a flag would cost the
+# runner's python fast path)
+
+# the job cgroup's OOM-kill counter: the sandbox runner's own function, shipped beside this
+# file by the host (``_forkbatch.py``: ``rule_source`` cuts it from sandbox/_runner.py), so
+# there is one definition of it
+from _forkrules import _oom_kills  # noqa: E402
+
 _SERVER_FILES = {"project.godot", "_harness.gd", "_forkserver.gd", "_vfork.gdnlib"}
 _LEFT = ("_report_a.json", "_report_b.json", "_state0.tscn", "_state1.tscn")
 _MAX_LEFT = 32 << 20
@@ -60,20 +68,6 @@ def _cpu(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / _CLK_TCK
     except (OSError, ValueError, IndexError):
         return 0.0
-
-
-def _oom_kills() -> int:
-    """The job cgroup's OOM-kill counter (v2 or v1), or -1 when none is visible."""
-    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
-        try:
-            with open(path) as handle:
-                for line in handle:
-                    parts = line.split()
-                    if len(parts) == 2 and parts[0] == "oom_kill":
-                        return int(parts[1])
-        except (OSError, ValueError):
-            continue
-    return -1
 
 
 def _memory(pid: int) -> int:
