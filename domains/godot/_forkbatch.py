@@ -4,7 +4,7 @@ Why: the engine's start (~0.10 s of CPU: 627 classes, the default theme) is ~97%
 check, and no flag skips it. The godot runtime carries a trusted GDNative library
 (``sandbox/images/godot/forkserver.c``, compiled into the read-only root at runtime build
 time) with which the engine forks: one sandbox job (``_forkdrive.py``) starts the engine once
-as a fork server (``_forkserver3.gd``) and runs each check in a forked child that jails
+as a fork server (the harness itself, ``_harness3.gd``'s ``_serve``) and runs each check in a forked child that jails
 itself before it reads a model file and then runs the same harness as a fresh engine. Each
 check is read back with the same :class:`~._fresh.CheckJob` as the one-engine-per-check
 path, so its verdict is the same (the corpus test compares them row by row).
@@ -42,7 +42,6 @@ __all__ = ["run_batch"]
 
 _HERE = Path(__file__).resolve().parent
 _DRIVER = (_HERE / "_forkdrive.py").read_bytes()
-_SERVER = (_HERE / "_forkserver3.gd").read_bytes()
 _LIBRARY = (_HERE / "_vfork.gdnlib").read_bytes()
 _RULES = rule_source(wanted=("_oom_kills",)).encode()
 """``_forkrules.py``, what the driver takes from the sandbox runner (one definition of it)."""
@@ -83,7 +82,6 @@ async def run_batch(
         "server": {
             "project.godot": PROJECT.decode(),
             "_harness.gd": ENGINE.harness_source().decode(),
-            "_forkserver.gd": _SERVER.decode(),
             "_vfork.gdnlib": _LIBRARY.decode(),
         },
         "checks": [

@@ -3,9 +3,9 @@
 Runs *inside* the job (stdlib only, the runtime's ``python3``): ``python3 _forkdrive.py``
 in a work dir that holds ``_batch.json`` (the server's files, and the checks: files, the
 harness's job, tokens). It reads and deletes it (a child can read what is left in the work
-dir), makes the project ``p/`` (``project.godot``, ``_harness.gd``, ``_forkserver.gd``,
-``_vfork.gdnlib``) and starts the engine once as the fork server (``_forkserver3.gd``: the
-engine initialised, no model file anywhere), and for each check, one at a time:
+dir), makes the project ``p/`` (``project.godot``, ``_harness.gd``, ``_vfork.gdnlib``) and
+starts the engine once as the fork server (the harness with ``GODOT_FORK_OUT`` set: its
+``_serve``, the engine initialised, no model file anywhere), and for each check, one at a time:
 
 1. empties ``p/`` but the server's files, ``/tmp`` and ``/dev/shm``; writes the check's files
    (read-only), ``_job.json`` and ``_token``;
@@ -51,7 +51,7 @@ sys.dont_write_bytecode = True  # no __pycache__ beside the driver (a flag would
 # there is one definition of it
 from _forkrules import _oom_kills  # noqa: E402
 
-_SERVER_FILES = {"project.godot", "_harness.gd", "_forkserver.gd", "_vfork.gdnlib"}
+_SERVER_FILES = {"project.godot", "_harness.gd", "_vfork.gdnlib"}
 _LEFT = ("_report_a.json", "_report_b.json", "_state0.tscn", "_state1.tscn")
 _MAX_LEFT = 32 << 20
 _MAX_OUTPUT = 1 << 20
@@ -168,7 +168,7 @@ class _Server:
                 "--fixed-fps",
                 str(fps),
                 "-s",
-                "res://_forkserver.gd",
+                "res://_harness.gd",
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
