@@ -141,6 +141,7 @@ async def run_batch(
         report.profile = {
             "server_start_s": round(float(answer["server_s"]), 4),
             "batch": len(jobs),
+            "batch_cpu_s": round(done.cpu_s, 4),  # the whole job's: server, children, driver
             "prepare_s": prepare,
             "child_s": child,
             "collect_s": collect,
