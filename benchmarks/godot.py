@@ -17,7 +17,9 @@ batch by fork. All three run in ``--rounds`` interleaved rounds (order alternati
 load of a shared machine moves them alike. Prints one JSON line: ``fork_speedup`` is
 cold time per check over fork time per check (the gate: >= 5), ``speedup`` cold over warm;
 ``*_job_cpu_p50_s`` are the CPU seconds of a check's sandbox job (the sandbox's own
-accounting), ``fork_child_cpu_p50_s`` a forked child's own (wait4), and
+accounting), ``fork_job_cpu_per_check_s`` a fork-server batch job's over its checks (the
+server's start, the children and the driver: the fork path's CPU per check, to compare
+with ``cold_job_cpu_p50_s``), ``fork_child_cpu_p50_s`` a forked child's own (wait4), and
 ``fork_profile_p50_s`` where a forked check's time goes on the driver's clock (its batch's
 server start and size, preparing its project, its child, collecting); ``fork_forked``
 counts the checks a forked child ran (the rest ran fresh). Usage::
@@ -194,6 +196,11 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
             for k in ("server_start_s", "prepare_s", "child_s", "collect_s", "batch")
             if any(k in p for p in PROFILES)
         },
+        "fork_job_cpu_per_check_s": round(
+            statistics.median(p["batch_cpu_s"] / p["batch"] for p in PROFILES if p), 4
+        )
+        if any(PROFILES)
+        else None,
         "fork_forked": sum(1 for p in PROFILES if p),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
     }

@@ -652,9 +652,19 @@ keep wall-clock limits of their own (the code judge's per-test and compile limit
 same rule through :func:`rule_source`, never a copy of it."""
 
 
-def rule_source() -> str:
-    """The source of a stdlib-only module that defines :data:`STARVATION_RULE`, cut from this
-    file (the host's half: the code judge ships it into the sandbox)."""
+def rule_source(wanted: tuple[str, ...] = STARVATION_RULE) -> str:
+    """The source of a stdlib-only module that defines the top-level names ``wanted``
+    (default: :data:`STARVATION_RULE`), cut from this file: the host's half of a rule that a
+    trusted process inside a job applies too (the code judge ships the starvation rule, the
+    Godot fork driver ``_oom_kills``), so there is one definition of it, never a copy.
+
+    ``wanted`` must name the definitions whole, with what they use: the module holds only
+    ``os``, ``time`` and ``typing.Any`` besides them.
+
+    Raises:
+        ValueError: a name in ``wanted`` is not a top-level function, class or assignment
+            of this file.
+    """
     import ast
 
     with open(__file__, encoding="utf-8") as handle:
@@ -665,6 +675,7 @@ def rule_source() -> str:
         "import time",
         "from typing import Any",
     ]
+    found: set[str] = set()
     for node in ast.parse(source).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names = {node.name}
@@ -672,8 +683,15 @@ def rule_source() -> str:
             names = {t.id for t in node.targets if isinstance(t, ast.Name)}
         else:
             continue
-        if names & set(STARVATION_RULE):
+        if names & set(wanted):
+            found |= names & set(wanted)
             parts.append(str(ast.get_source_segment(source, node)))
+    missing = sorted(set(wanted) - found)
+    if missing:
+        raise ValueError(
+            f"rule_source: {missing} are not top-level definitions of {__file__}; "
+            "name functions, classes or assignments of that file"
+        )
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -115,6 +115,18 @@ class VerifierContext:
 
     # -- sandboxes ---------------------------------------------------------------------
 
+    @property
+    def sandbox_provider(self) -> SandboxProvider | None:
+        """The item's own sandbox provider (None when the engine has none), read-only.
+
+        For a verifier that serves several items through one sandbox job of their shared
+        provider (``game.godot``'s fork server batches the checks of a group on it): key
+        what it shares by this object, and open jobs through :meth:`sandbox` of a context
+        built on it. Jobs opened on the provider directly are not recorded in this item's
+        :meth:`resources`; :meth:`sandbox` is the way for everything else.
+        """
+        return self._sandboxes
+
     def sandbox(
         self, image: str = "python", **limits: Unpack[LimitOverrides]
     ) -> AbstractAsyncContextManager[Sandbox]:

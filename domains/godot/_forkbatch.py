@@ -4,7 +4,7 @@ Why: the engine's start (~0.10 s of CPU: 627 classes, the default theme) is ~97%
 check, and no flag skips it. The godot runtime carries a trusted GDNative library
 (``sandbox/images/godot/forkserver.c``, compiled into the read-only root at runtime build
 time) with which the engine forks: one sandbox job (``_forkdrive.py``) starts the engine once
-as a fork server (``_forkserver3.gd``) and runs each check in a forked child that jails
+as a fork server (the harness itself, ``_harness3.gd``'s ``_serve``) and runs each check in a forked child that jails
 itself before it reads a model file and then runs the same harness as a fresh engine. Each
 check is read back with the same :class:`~._fresh.CheckJob` as the one-engine-per-check
 path, so its verdict is the same (the corpus test compares them row by row).
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.sandbox import ExecResult
-from verifiers.sandbox._runner import STARVE_CPU_SHARE
+from verifiers.sandbox._runner import STARVE_CPU_SHARE, rule_source
 
 from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, InfraError
@@ -42,8 +42,9 @@ __all__ = ["run_batch"]
 
 _HERE = Path(__file__).resolve().parent
 _DRIVER = (_HERE / "_forkdrive.py").read_bytes()
-_SERVER = (_HERE / "_forkserver3.gd").read_bytes()
 _LIBRARY = (_HERE / "_vfork.gdnlib").read_bytes()
+_RULES = rule_source(wanted=("_oom_kills",)).encode()
+"""``_forkrules.py``, what the driver takes from the sandbox runner (one definition of it)."""
 _SERVER_MB = 256
 """The server's own memory (the engine initialised), on top of the largest check's."""
 _START_S = 60.0
@@ -81,7 +82,6 @@ async def run_batch(
         "server": {
             "project.godot": PROJECT.decode(),
             "_harness.gd": ENGINE.harness_source().decode(),
-            "_forkserver.gd": _SERVER.decode(),
             "_vfork.gdnlib": _LIBRARY.decode(),
         },
         "checks": [
@@ -103,7 +103,7 @@ async def run_batch(
         "file_bytes": _MAX_STATE,
     }
     async with ctx.sandbox(RUNTIME, **limits) as sb:
-        await sb.write_files({"_forkdrive.py": _DRIVER}, readonly=True)
+        await sb.write_files({"_forkdrive.py": _DRIVER, "_forkrules.py": _RULES}, readonly=True)
         await sb.write_files({"_batch.json": json.dumps(batch).encode()})
         done = await sb.exec(
             ["python3", "_forkdrive.py"],
@@ -141,6 +141,7 @@ async def run_batch(
         report.profile = {
             "server_start_s": round(float(answer["server_s"]), 4),
             "batch": len(jobs),
+            "batch_cpu_s": round(done.cpu_s, 4),  # the whole job's: server, children, driver
             "prepare_s": prepare,
             "child_s": child,
             "collect_s": collect,

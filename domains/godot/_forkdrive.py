@@ -3,9 +3,9 @@
 Runs *inside* the job (stdlib only, the runtime's ``python3``): ``python3 _forkdrive.py``
 in a work dir that holds ``_batch.json`` (the server's files, and the checks: files, the
 harness's job, tokens). It reads and deletes it (a child can read what is left in the work
-dir), makes the project ``p/`` (``project.godot``, ``_harness.gd``, ``_forkserver.gd``,
-``_vfork.gdnlib``) and starts the engine once as the fork server (``_forkserver3.gd``: the
-engine initialised, no model file anywhere), and for each check, one at a time:
+dir), makes the project ``p/`` (``project.godot``, ``_harness.gd``, ``_vfork.gdnlib``) and
+starts the engine once as the fork server (the harness with ``GODOT_FORK_OUT`` set: its
+``_serve``, the engine initialised, no model file anywhere), and for each check, one at a time:
 
 1. empties ``p/`` but the server's files, ``/tmp`` and ``/dev/shm``; writes the check's files
    (read-only), ``_job.json`` and ``_token``;
@@ -43,7 +43,15 @@ import sys
 import time
 from typing import Any
 
-_SERVER_FILES = {"project.godot", "_harness.gd", "_forkserver.gd", "_vfork.gdnlib"}
+sys.dont_write_bytecode = True  # no __pycache__ beside the driver (a flag would cost the
+# runner's python fast path)
+
+# the job cgroup's OOM-kill counter: the sandbox runner's own function, shipped beside this
+# file by the host (``_forkbatch.py``: ``rule_source`` cuts it from sandbox/_runner.py), so
+# there is one definition of it
+from _forkrules import _oom_kills  # noqa: E402
+
+_SERVER_FILES = {"project.godot", "_harness.gd", "_vfork.gdnlib"}
 _LEFT = ("_report_a.json", "_report_b.json", "_state0.tscn", "_state1.tscn")
 _MAX_LEFT = 32 << 20
 _MAX_OUTPUT = 1 << 20
@@ -60,20 +68,6 @@ def _cpu(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / _CLK_TCK
     except (OSError, ValueError, IndexError):
         return 0.0
-
-
-def _oom_kills() -> int:
-    """The job cgroup's OOM-kill counter (v2 or v1), or -1 when none is visible."""
-    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
-        try:
-            with open(path) as handle:
-                for line in handle:
-                    parts = line.split()
-                    if len(parts) == 2 and parts[0] == "oom_kill":
-                        return int(parts[1])
-        except (OSError, ValueError):
-            continue
-    return -1
 
 
 def _memory(pid: int) -> int:
@@ -174,7 +168,7 @@ class _Server:
                 "--fixed-fps",
                 str(fps),
                 "-s",
-                "res://_forkserver.gd",
+                "res://_harness.gd",
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -90,7 +90,7 @@ async def run_check(
         SandboxUnavailable: the godot runtime is missing or cannot start its engine (from
             the fresh path, which every check of a failed batch takes).
     """
-    sandboxes: SandboxProvider | None = ctx._sandboxes  # the item's own provider
+    sandboxes = ctx.sandbox_provider
     if sandboxes is None:
         return await run_fresh(files, spec, ctx)  # raises SandboxUnavailable
     loop = asyncio.get_running_loop()

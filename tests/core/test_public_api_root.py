@@ -52,3 +52,37 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
         assert "no_such_thing" in str(exc)
     else:
         raise AssertionError("expected AttributeError")
+
+
+CONTEXT_MEMBERS = {
+    "account", "artifact_bytes", "artifact_path", "cleanup", "remaining", "resolve_path",
+    "resources", "run_in_worker", "sandbox", "sandbox_provider", "starved",
+}  # fmt: skip
+"""``VerifierContext``'s public methods and properties (its attributes are documented in its
+docstring): what a verifier may call, so a domain never reaches into ``ctx._...``."""
+
+
+def test_verifier_context_members_are_pinned() -> None:
+    from verifiers.context import VerifierContext
+
+    public = {name for name in vars(VerifierContext) if not name.startswith("_")}
+    assert public == CONTEXT_MEMBERS
+
+
+def test_sandbox_provider_is_the_items_own_and_read_only() -> None:
+    import time
+    from pathlib import Path
+
+    from verifiers.context import VerifierContext
+
+    provider = object()
+    ctx = VerifierContext(deadline=time.monotonic(), base_dir=Path("."), sandboxes=provider)  # type: ignore[arg-type]
+    assert ctx.sandbox_provider is provider
+    assert VerifierContext(deadline=0.0, base_dir=Path(".")).sandbox_provider is None
+    try:
+        ctx.sandbox_provider = None  # type: ignore[misc]
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("sandbox_provider must be read-only")
+    assert ctx.sandbox_provider is provider

@@ -119,8 +119,8 @@ CORRUPT_SHARED = """	var d = Directory.new()
 
 FORGE_RESULTS = """	var f = File.new()
 	var work = ProjectSettings.globalize_path("res://").trim_suffix("/").get_base_dir()
-	var forged = false
-	for path in [work + "/_results.json", work + "/_batch.json", work + "/o/0.out", work + "/o/1.out", work + "/o/1.err", work + "/_forkdrive.py", "res://../_results.json"]:
+	var forged = Directory.new().make_dir(work + "/__pycache__") == OK
+	for path in [work + "/_results.json", work + "/_batch.json", work + "/o/0.out", work + "/o/1.out", work + "/o/1.err", work + "/_forkdrive.py", work + "/_forkrules.py", "res://../_forkrules.py", work + "/__pycache__/_forkrules.cpython-311.pyc", "res://../_results.json"]:
 		if f.open(path, File.WRITE) == OK:
 			f.store_string("[]")
 			f.close()

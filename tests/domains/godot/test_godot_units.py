@@ -314,3 +314,47 @@ def test_a_batch_holds_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
         timeouts=[4.0, 30.0, 4.0, 30.0],
     )
     assert sorted(batches) == [["0", "2"], ["1", "3"]]
+
+
+# -- what the fork driver takes from the sandbox runner (one definition) --------------------
+
+
+def test_the_driver_gets_oom_kills_from_the_runner_source(tmp_path: Path) -> None:
+    """``_forkdrive.py`` runs in the job without the verifiers package: ``_oom_kills`` ships
+    beside it as ``_forkrules.py``, cut from sandbox/_runner.py (``rule_source``), and the
+    driver defines none of its own."""
+    import ast
+
+    from verifiers.domains.godot import _forkbatch
+    from verifiers.sandbox import _runner
+
+    driver = ast.parse(_forkbatch._DRIVER.decode())
+    assert not [n for n in driver.body if getattr(n, "name", "") == "_oom_kills"]
+    imports = [n for n in driver.body if isinstance(n, ast.ImportFrom)]
+    assert any(n.module == "_forkrules" and n.names[0].name == "_oom_kills" for n in imports)
+    shipped = ast.parse(_forkbatch._RULES.decode())
+    (function,) = [n for n in shipped.body if isinstance(n, ast.FunctionDef)]
+    runner = ast.parse(Path(_runner.__file__).read_text(encoding="utf-8"))
+    (original,) = [n for n in runner.body if getattr(n, "name", "") == "_oom_kills"]
+    assert ast.dump(function) == ast.dump(original)
+    # importable on its own, as the job's python3 imports it (no verifiers package there)
+    import subprocess
+    import sys
+
+    (tmp_path / "_forkrules.py").write_bytes(_forkbatch._RULES)
+    code = "import _forkrules; print(type(_forkrules._oom_kills()).__name__)"
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, '.'); {code}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "int"
+
+
+def test_rule_source_refuses_a_name_it_does_not_define() -> None:
+    from verifiers.sandbox._runner import rule_source
+
+    with pytest.raises(ValueError, match="no_such_rule"):
+        rule_source(wanted=("_oom_kills", "no_such_rule"))
