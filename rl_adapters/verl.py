@@ -45,6 +45,7 @@ import json
 import math
 import threading
 from collections.abc import Mapping, Sequence
+from operator import is_
 from typing import Any
 
 from verifiers.rl_adapters._extra import extra_keys, parse_components, scored_result
@@ -173,8 +174,17 @@ def _config(kwargs: Mapping[str, Any]) -> _Config:
     global _last
     names = tuple(kwargs)
     values = tuple(kwargs.values())
-    types = tuple(map(type, values))
     last_names, last_types, last_values, config = _last
+    # veRL merges the very same reward_kwargs objects into every call: the same objects
+    # (scalars only are ever kept in _last) are the same values of the same types
+    if (
+        config is not None
+        and len(values) == len(last_values)
+        and all(map(is_, values, last_values))
+        and names == last_names
+    ):
+        return config
+    types = tuple(map(type, values))
     # types first: the values compared are then scalars of the same types, never an
     # arbitrary object's ``__eq__``
     if types == last_types and names == last_names and values == last_values and config:
@@ -421,7 +431,9 @@ def compute_score(
     # An inline verdict (answer.numeric ...) or a bad input is made right here; anything that
     # needs judging goes to the engine's loop as a batch of one.
     result = config.scorer.score_now(item)
-    return config.score_dict(result if result is not None else config.scorer.score([item])[0])
+    if result is None:
+        result = config.scorer.score([item])[0]
+    return scored_result(result, config.invalid, config.names)  # config.score_dict, inlined
 
 
 async def compute_score_async(
