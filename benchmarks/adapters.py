@@ -401,6 +401,10 @@ def adapter_overhead(
                 old_verl.compute_score("bench", c, None, i, **verl_kwargs)
                 for c, i in zip(completions, infos, strict=True)
             ]
+            cases["(before) veRL compute_score, ground_truth column (256 calls)"] = lambda: [
+                old_verl.compute_score("bench", c, g, None, verifier=verifier, **verl_kwargs)
+                for c, g in zip(completions, truths, strict=True)
+            ]
     # the engine fed the same JSON task column, parsed row by row: what calling the engine
     # "directly" from trainer-shaped inputs costs
     cases["(engine.score + json.loads per row)"] = engine_from_json
