@@ -17,8 +17,10 @@ seconds: requests/s, items/s, p50 and p95 latency.
 
 ``--repeat-tasks`` gives every call the same task strings (a dataset's rows coming back), so the
 adapters' task memo applies across calls. Besides the ratio to the engine on pre-parsed dicts,
-each row reports ``ratio_vs_columns`` (the engine fed the same JSON column, parsed per row)
-and ``cpu_min_ratio`` (cheapest rounds, the least disturbed on a loaded machine).
+each row reports ``ratio_vs_columns`` (the engine fed the same columns, the JSON task parsed
+per row; named by ``columns_peer``: veRL's rows carry no prompt, so their peer gets none) and
+``cpu_min_ratio`` / ``cpu_min_ratio_vs_columns`` (cheapest rounds, the least disturbed on a
+loaded machine).
 
 Run:  python benchmarks/adapters.py [--repeats 15] [--groups 1,8] [--duration 5] [--batch 16]
       [--skip-server] [--code-repeats 3] [--repeat-tasks] [--baseline DIR]
@@ -263,6 +265,23 @@ async def _make_manager(cls: Any, config: Any, tokenizer: Any, fn: Any = None) -
     return cls(config, tokenizer, fn)
 
 
+_NO_PROMPT_PEER = "(engine.score + json.loads per row, no prompt)"
+
+
+def _columns_peer(name: str) -> str:
+    """The engine fed the columns the adapter row ``name`` is fed (its ``*_vs_columns`` base).
+
+    veRL's rows get no prompt (``data_source``, the completion, ``extra_info["task"]`` or a
+    ``ground_truth``), so their peer validates none: a peer that also validates the prompts
+    would do work the adapter never does and flatter it. The other adapters get the prompts.
+    """
+    if "ground_truth" in name:
+        return "(engine.score + task dict per row from ground_truth)"
+    if "veRL compute_score" in name:
+        return _NO_PROMPT_PEER
+    return "(engine.score + json.loads per row)"
+
+
 def adapter_overhead(
     verifier: str,
     repeats: int,
@@ -321,6 +340,15 @@ def adapter_overhead(
         ]
         return loop.run_until_complete(engine.score(items))
 
+    def engine_from_json_no_prompt() -> Any:
+        # veRL's compute_score rows carry no prompt (extra_info holds only the task): the
+        # engine fed those columns validates no prompt either
+        items = [
+            {"completion": c, "task": json.loads(t)}
+            for c, t in zip(completions, tasks, strict=True)
+        ]
+        return loop.run_until_complete(engine.score(items))
+
     cases: dict[str, Callable[[], Any]] = {
         "engine.score (direct)": lambda: loop.run_until_complete(engine.score(dict_items)),
         "TRL sync reward func": lambda: trl_sync.funcs[0](
@@ -373,9 +401,14 @@ def adapter_overhead(
                 old_verl.compute_score("bench", c, None, i, **verl_kwargs)
                 for c, i in zip(completions, infos, strict=True)
             ]
+            cases["(before) veRL compute_score, ground_truth column (256 calls)"] = lambda: [
+                old_verl.compute_score("bench", c, g, None, verifier=verifier, **verl_kwargs)
+                for c, g in zip(completions, truths, strict=True)
+            ]
     # the engine fed the same JSON task column, parsed row by row: what calling the engine
     # "directly" from trainer-shaped inputs costs
     cases["(engine.score + json.loads per row)"] = engine_from_json
+    cases[_NO_PROMPT_PEER] = engine_from_json_no_prompt
 
     async def noop() -> None:
         return None
@@ -402,11 +435,7 @@ def adapter_overhead(
         cpu_median = statistics.median(cpu[name])
         # "the engine fed the same trainer columns": the JSON task column, or for the
         # ground_truth rows the task dict built per row from that column
-        peer = (
-            "(engine.score + task dict per row from ground_truth)"
-            if "ground_truth" in name
-            else "(engine.score + json.loads per row)"
-        )
+        peer = _columns_peer(name)
         columns_base = statistics.median(samples[peer])
         columns_cpu = statistics.median(cpu[peer])
         row = {
@@ -429,11 +458,13 @@ def adapter_overhead(
             # against the engine fed the same trainer columns (it parses each JSON task too)
             "ratio_vs_columns": round(median / columns_base, 3),
             "cpu_ratio_vs_columns": round(cpu_median / columns_cpu, 3),
+            "columns_peer": peer,
             "repeat_tasks": REPEAT_TASKS,
             # best of the rounds, this process's CPU time: the least disturbed by other jobs
             # on a loaded machine (each case's cheapest round against the engine's cheapest)
             "cpu_min_s": round(min(cpu[name]), 6),
             "cpu_min_ratio": round(min(cpu[name]) / min(cpu["engine.score (direct)"]), 3),
+            "cpu_min_ratio_vs_columns": round(min(cpu[name]) / min(cpu[peer]), 3),
         }
         naive = "(veRL NaiveRewardManager + compute_score, 256 run_single)"
         if name.startswith("veRL VerifiersRewardManager") and naive in cpu:

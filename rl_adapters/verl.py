@@ -45,6 +45,7 @@ import json
 import math
 import threading
 from collections.abc import Mapping, Sequence
+from operator import is_
 from typing import Any
 
 from verifiers.rl_adapters._extra import extra_keys, parse_components, scored_result
@@ -52,6 +53,7 @@ from verifiers.rl_adapters._rows import (
     _MEMO_REFERENCE_TYPES,
     MISSING,
     REFERENCES,
+    TASKS,
     TaskDefaults,
     make_item,
 )
@@ -172,8 +174,17 @@ def _config(kwargs: Mapping[str, Any]) -> _Config:
     global _last
     names = tuple(kwargs)
     values = tuple(kwargs.values())
-    types = tuple(map(type, values))
     last_names, last_types, last_values, config = _last
+    # veRL merges the very same reward_kwargs objects into every call: the same objects
+    # (scalars only are ever kept in _last) are the same values of the same types
+    if (
+        config is not None
+        and len(values) == len(last_values)
+        and all(map(is_, values, last_values))
+        and names == last_names
+    ):
+        return config
+    types = tuple(map(type, values))
     # types first: the values compared are then scalars of the same types, never an
     # arbitrary object's ``__eq__``
     if types == last_types and names == last_names and values == last_values and config:
@@ -247,27 +258,41 @@ class _Rows:
         ground_truth: Any,
         extra_info: Mapping[str, Any] | None,
     ) -> dict[str, Any] | Result:
-        if (
-            type(ground_truth) in _MEMO_REFERENCE_TYPES
-            and type(data_source) is str
-            and (
-                extra_info is None or (type(extra_info) is dict and extra_info.get("task") is None)
-            )
-        ):
-            # veRL's usual row: a plain ground truth under the configured verifier. The same
-            # item make_item builds for it (its reference branch), without its general path.
-            plain = self._plain.get(data_source)
-            if plain is not None:
-                defaults, metadata = plain
-                task = None
-                if defaults._key is not None:
-                    task = REFERENCES.get(
-                        (defaults._key, type(ground_truth), ground_truth), defaults
-                    )
-                item: dict[str, Any] = {
-                    "completion": solution_str,
-                    "task": defaults.task(ground_truth) if task is None else task,
-                }
+        """The item of one row: :meth:`_item`'s, with its two usual shapes built directly.
+
+        Both shortcuts build the very dict :meth:`_item` builds for that row (key for key,
+        the same shared ``Task``), and hand every other row to it unchanged:
+
+        - a plain ground truth under the configured verifier (veRL's usual dataset);
+        - ``extra_info["task"]``, a JSON string that validates as it stands, with no ground
+          truth to fill in (or a task that has its own reference).
+        """
+        if type(data_source) is str and (extra_info is None or type(extra_info) is dict):
+            raw = None if extra_info is None else extra_info.get("task")
+            built: Any = None
+            metadata: dict[str, str] | None = None
+            if raw is None:
+                if type(ground_truth) in _MEMO_REFERENCE_TYPES:
+                    # A plain ground truth: make_item's reference branch.
+                    plain = self._plain.get(data_source)
+                    if plain is not None:
+                        defaults, metadata = plain
+                        if defaults._key is not None:
+                            built = REFERENCES.get(
+                                (defaults._key, type(ground_truth), ground_truth), defaults
+                            )
+                        if built is None:
+                            built = defaults.task(ground_truth)
+            elif type(raw) is str:
+                # A task string: make_item's hot path (ground truth None) or _task_from's
+                # (a task that has its own reference wins over the ground truth).
+                metadata = self._metadata.get(data_source)
+                if metadata is not None:
+                    built = TASKS.get(raw)
+                    if built is not None and ground_truth is not None and built.reference is None:
+                        built = None  # the ground truth is filled in: the general path
+            if built is not None and metadata is not None:
+                item: dict[str, Any] = {"completion": solution_str, "task": built}
                 if extra_info:
                     row_id = extra_info.get("id", extra_info.get("index"))
                     if row_id is not None:
@@ -406,7 +431,9 @@ def compute_score(
     # An inline verdict (answer.numeric ...) or a bad input is made right here; anything that
     # needs judging goes to the engine's loop as a batch of one.
     result = config.scorer.score_now(item)
-    return config.score_dict(result if result is not None else config.scorer.score([item])[0])
+    if result is None:
+        result = config.scorer.score([item])[0]
+    return scored_result(result, config.invalid, config.names)  # config.score_dict, inlined
 
 
 async def compute_score_async(

@@ -11,6 +11,7 @@ finite value, ``valid`` 1, and the run's fixed key set.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from typing import Any
 
@@ -70,6 +71,10 @@ def test_every_adapter_keeps_the_verdict(row: dict[str, Any], trl: Any, orlhf: A
         verl_adapter.compute_score_async("x", completion, "42", {}, **VERL_KWARGS)
     )
     assert got_async == got
+    # the task in extra_info as a JSON string (the row's own task; no ground truth)
+    info = {"task": json.dumps(TASK), "index": 0}
+    got_task = verl_adapter.compute_score("x", completion, None, info, **VERL_KWARGS)
+    assert got_task == got
     # OpenRLHF file mode: the query is prompt + response (+ the tokenizer's end token)
     res = orlhf([PROMPT + completion + "</s>"], [PROMPT], ["42"])
     assert res["rewards"].tolist() == [expected] and res["scores"].tolist() == [expected]

@@ -165,6 +165,24 @@ def test_plain_rows_are_built_as_the_general_path_builds_them() -> None:
         ("d", None, {"index": 2}),
         ("d", {"verifier": VERIFIER, "reference": "3"}, None),
         ("d", "3", {"task": json.dumps({"verifier": VERIFIER, "reference": "4"})}),
+        # extra_info["task"] as a JSON string: the task-string shortcut, or the general path
+        ("d", None, {"task": json.dumps({"verifier": VERIFIER, "reference": "4"})}),
+        ("d", None, {"task": json.dumps({"verifier": VERIFIER, "reference": 4}), "id": 9}),
+        ("d", None, {"task": json.dumps({"verifier": VERIFIER, "reference": "4"}), "index": 1}),
+        ("d", None, {"task": json.dumps({"verifier": VERIFIER}), "prompt": "P"}),
+        ("d", "3", {"task": json.dumps({"verifier": VERIFIER})}),  # ground truth fills it in
+        ("d", 3, {"task": json.dumps({"verifier": VERIFIER, "spec": None})}),
+        ("d", None, {"task": json.dumps({"verifier": VERIFIER, "reference": None})}),
+        ("d", None, {"task": json.dumps({"verifier": VERIFIER, "reference": "4", "x": 1})}),
+        ("d", None, {"task": json.dumps({"checks": [{"verifier": VERIFIER}]}), "id": "a"}),
+        ("d", None, {"task": json.dumps([VERIFIER])}),
+        ("d", None, {"task": "{not json"}),
+        ("d", None, {"task": ""}),
+        ("d", None, {"task": json.dumps({"verifier": VERIFIER, "reference": "4"}) + " \t"}),
+        ("d", None, {"task": {"verifier": VERIFIER, "reference": "4"}}),
+        ("s3", None, {"task": json.dumps({"verifier": VERIFIER, "reference": "4"})}),
+        (_Source("d"), None, {"task": json.dumps({"verifier": VERIFIER, "reference": "4"})}),
+        (3, None, {"task": json.dumps({"verifier": VERIFIER, "reference": "4"})}),
     ]
     for source in ("d", "s2"):
         rows._item(source, "warm", "0", None)
@@ -184,3 +202,27 @@ def test_plain_rows_are_built_as_the_general_path_builds_them() -> None:
                 sights,
             )
     REFERENCES.clear()
+
+
+def test_task_strings_skip_the_general_path() -> None:
+    """A row whose extra_info["task"] is a valid JSON task string (veRL's per-sample row with
+    the task in the dataset) is built without the general path once its data source is known,
+    and a string that does not validate still goes there (its bad_input result)."""
+    rows = verl._Rows({})
+    task = json.dumps({"verifier": VERIFIER, "reference": "4"})
+    first = rows.item("d", "The answer is 4", None, {"task": task})
+    general = rows._item
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError(f"general path taken for {args!r}")
+
+    rows._item = refuse  # type: ignore[method-assign]
+    for spelling in (task, task + " ", task + "\n\t"):  # new strings: validated, not recalled
+        got = rows.item("d", "The answer is 4", None, {"task": spelling, "index": 3})
+        assert isinstance(got, dict) and isinstance(got["task"], Task)
+        assert got["task"].reference == "4" and got["id"] == "3"
+        assert got["metadata"] == first["metadata"] == {"data_source": "d"}  # type: ignore[index]
+    rows._item = general  # type: ignore[method-assign]
+    bad = rows.item("d", "The answer is 4", None, {"task": "{not json"})
+    assert isinstance(bad, verifiers.Result) and bad.status == "error"
+    assert bad.error is not None and bad.error.kind == "bad_input"
