@@ -14,6 +14,7 @@ from ..registry import register
 from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote
+from ._expression import lone_number
 from ._locate import (
     answer_phrase,
     answer_tag,
@@ -23,7 +24,13 @@ from ._locate import (
     last_line,
     strip_thinking,
 )
-from ._numbers import Number, find_numbers, one_reading, parse_number
+from ._numbers import (
+    Number,
+    find_number_spans,
+    normalize_numeric_text,
+    one_reading,
+    parse_number,
+)
 
 __all__ = ["NumericAnswer", "NumericSpec", "extract_number"]
 
@@ -71,6 +78,17 @@ class NumericSpec(AnswerSpec):
 AMBIGUOUS = "several_numbers"
 """``extract_number``'s source when the answer region offers several candidate numbers."""
 
+EXPRESSION = "expression"
+"""``extract_number``'s source when the number found is one operand of an expression
+(``\\sqrt{2}``, ``2\\sqrt{3}``, ``4\\pi``, ``5!``, ``1 000``, ``0x10``): not a number."""
+
+_RELATION = re.compile(r"=|≈|≃|\\approx|\\simeq")
+"""The value of "2 + 3 = 5", "x \\approx 5" is after the last relation."""
+
+_OVERRIDES = ("\u202d", "\u202e")
+"""Left-to-right and right-to-left override: they make ``\u202e32`` show as 23. Which
+number a reader sees is not the one the text holds, so no number is read from such text."""
+
 _ALTERNATIVES = re.compile(
     r",|;|\bor\b|\band/or\b|\\lor|\\vee|\\pm|±|\\mp|\\neq|≠|\bto\b|\d\s*[-–—]\s*\d",
     re.IGNORECASE,
@@ -82,15 +100,13 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
 
     Read from the same places as every answer verifier (:mod:`._locate`): the turn ends at
     a chat-template token, and in ``auto`` a "final answer" after the last box is the
-    answer."""
+    answer. A number that is one operand of an expression (``\\sqrt{2}``, ``4\\pi``,
+    ``1 000``) is no answer: the source is then :data:`EXPRESSION` and the number None."""
     text = end_of_turn(text)
     if how == "full":
         return parse_number(text), "full"
     if how in ("last_number", "first_number"):
-        numbers = find_numbers(text)
-        if not numbers:
-            return None, how
-        return (numbers[-1] if how == "last_number" else numbers[0]), how
+        return _pick(text, last=how == "last_number", source=how)
     order = ("answer_tag", "boxed", "answer_phrase", "last_number") if how == "auto" else (how,)
     for place in order:
         region: str | None
@@ -107,24 +123,40 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
         elif place == "last_line":
             region = last_line(text)
         else:
-            numbers = find_numbers(text)
-            return (numbers[-1] if numbers else None), place
+            return _pick(text, last=True, source=place)
         if region is None:
             continue
-        if "=" in region:
-            # "2 + 3 = 5", "x = 5": the value is after the last '='.
-            region = region.rsplit("=", 1)[1]
+        relations = list(_RELATION.finditer(region))
+        if relations:
+            # "2 + 3 = 5", "x = 5", "x \approx 5": the value is after the last relation.
+            region = region[relations[-1].end() :]
         whole = parse_number(region)
         if whole is not None:
             return whole, place
-        numbers = find_numbers(region)
+        normalized = normalize_numeric_text(region)
+        numbers = find_number_spans(normalized)
         if len(numbers) > 1 and _ALTERNATIVES.search(region):
             # "42 or 41", "\boxed{42, 41, 43}", "42 \pm 100", "42-43": hedging over several
             # candidates must not collect the credit of the one that happens to be right.
             return None, AMBIGUOUS
         if numbers:
-            return numbers[0], place
+            number, start, end = numbers[0]
+            if not lone_number(normalized, start, end):
+                return None, EXPRESSION
+            return number, place
     return None, how
+
+
+def _pick(text: str, *, last: bool, source: str) -> tuple[Number | None, str]:
+    """The last (or first) number of ``text``, unless it is one operand of an expression."""
+    normalized = normalize_numeric_text(text)
+    numbers = find_number_spans(normalized)
+    if not numbers:
+        return None, source
+    number, start, end = numbers[-1] if last else numbers[0]
+    if not lone_number(normalized, start, end):
+        return None, EXPRESSION
+    return number, source
 
 
 def _reference_numbers(reference: object) -> list[Number]:
@@ -177,6 +209,12 @@ class NumericAnswer(InlineVerifier[NumericSpec]):
             raise BadInput(f"{NAME} needs task.reference (the expected number)")
         references = _reference_numbers(trajectory.task.reference)
         text = completion_text(trajectory)
+        if any(mark in text for mark in _OVERRIDES):
+            return Result.failed(
+                "the answer holds a bidi override character (U+202D/U+202E), which shows its "
+                "digits in another order than they are written: write the number plainly",
+                details={"extract": spec.extract, "source": "bidi_override"},
+            )
         if len(text) > spec.max_answer_chars * 20:
             text = text[-spec.max_answer_chars * 20 :]  # bounds the inline work (linear)
         text = visible_text(text)
@@ -189,6 +227,13 @@ class NumericAnswer(InlineVerifier[NumericSpec]):
         if got is None and source == AMBIGUOUS:
             return Result.failed(
                 "the answer offers several numbers: give exactly one final answer",
+                details={"extract": spec.extract, "source": source},
+            )
+        if got is None and source == EXPRESSION:
+            return Result.failed(
+                "the answer must be a single number, not an expression (a root, a constant, "
+                "an operator, a factorial, juxtaposed digit groups such as '1 000', a mixed "
+                "number, a hex literal): write its value as one number",
                 details={"extract": spec.extract, "source": source},
             )
         if got is None:
