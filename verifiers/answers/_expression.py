@@ -25,7 +25,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["lone_number"]
+__all__ = ["EXPRESSION", "MARKED", "QUALIFIED", "lone_number", "number_problem"]
+
+EXPRESSION = "expression"
+"""The number is one operand of an expression (``\\sqrt{2}``, ``4\\pi``, ``1 000``)."""
+QUALIFIED = "qualified"
+"""A word or mark next to the number takes the claim back or bounds it: ``not 2``, ``at least
+2``, ``maybe 2``, ``2?``, ``2 or more``. The number is not stated as the answer."""
+MARKED = "marked"
+"""A combining mark sits on the digits (``2\u0338`` shows a struck-through 2, "not 2"):
+what a reader sees is not the plain number."""
 
 WINDOW = 80
 """Characters read either side of the number (the decision is local, so linear overall)."""
@@ -63,6 +72,19 @@ _TEXT_COMMANDS = frozenset(
 _SPACING_COMMANDS = frozenset(("quad", "qquad", ";", ":", " ", "!", ",", "degree"))
 """Spacing (and the degree sign), which change nothing about the number."""
 
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+"""Combining marks (diacritics, overlays such as U+0338 and U+20E5, enclosing marks)."""
+_QUALIFIER_BEFORE = re.compile(
+    r"(?:\b(?:not|no|never|least|most|than|maybe|perhaps|possibly|probably|except|unless)"
+    r"|n't|[≠≥≤<>]|\\(?:neq?|not|[gl]eq?q?|[gl]t|geqslant|leqslant))\s*[$(\[{]?\s*$",
+    re.IGNORECASE,
+)
+"""A word or sign right before the number that takes it back or bounds it."""
+_QUALIFIER_AFTER = re.compile(
+    r"(?:[\s}$~(]|\\(?:text|mathrm|mbox|textbf)\s*\{)*(?:\?|or\s+(?:more|less|fewer|greater|higher|lower|above|below|so)\b"
+    r"|at\s+(?:most|least)\b|(?:maybe|perhaps|possibly|probably)\b)",
+    re.IGNORECASE,
+)
 _TAG_BEFORE = re.compile(r"</?[A-Za-z][\w-]{0,20}\s*>$")
 _TAG_AFTER = re.compile(r"</?[A-Za-z][\w-]{0,20}\s*>")
 """An HTML/XML tag (``<answer>42``, ``42</b>``) bounds the number like a space."""
@@ -77,14 +99,36 @@ _ALNUM_AFTER = re.compile(r"[^\W_]+")
 
 
 def lone_number(text: str, start: int, end: int) -> bool:
-    """Whether the number at ``text[start:end]`` stands alone (see the module docstring).
+    """Whether the number at ``text[start:end]`` stands alone (see the module docstring)."""
+    return number_problem(text, start, end) is None
+
+
+def number_problem(text: str, start: int, end: int) -> str | None:
+    """Why the number at ``text[start:end]`` is not the answer, or None when it stands alone.
 
     ``text`` is normalised answer text; ``start``/``end`` are the span of one number match
-    (sign, currency, accounting parentheses, percent and scale word included)."""
+    (sign, currency, accounting parentheses, percent and scale word included). Returns
+    :data:`EXPRESSION`, :data:`QUALIFIED` or :data:`MARKED`."""
     lead = text[max(0, start - WINDOW) : start]
     tail = text[end : end + WINDOW]
     matched = text[start:end]
-    return _lead_ok(lead, matched) and _tail_ok(tail, matched)
+    if _COMBINING.match(tail) or _COMBINING.search(matched):
+        return MARKED
+    if _QUALIFIER_BEFORE.search(_without_tags(lead)) or _QUALIFIER_AFTER.match(tail):
+        return QUALIFIED
+    if not (_lead_ok(lead, matched) and _tail_ok(tail, matched)):
+        return EXPRESSION
+    return None
+
+
+def _without_tags(lead: str) -> str:
+    """``lead`` without the HTML/XML tags that end it (``<answer>`` is not a ``>`` sign)."""
+    while True:
+        stripped = lead.rstrip()
+        tag = _TAG_BEFORE.search(stripped)
+        if tag is None:
+            return lead
+        lead = stripped[: tag.start()]
 
 
 def _lead_ok(lead: str, matched: str) -> bool:

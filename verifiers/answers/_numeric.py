@@ -14,7 +14,7 @@ from ..registry import register
 from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote
-from ._expression import lone_number
+from ._expression import EXPRESSION, MARKED, QUALIFIED, number_problem
 from ._locate import (
     answer_phrase,
     answer_tag,
@@ -78,9 +78,17 @@ class NumericSpec(AnswerSpec):
 AMBIGUOUS = "several_numbers"
 """``extract_number``'s source when the answer region offers several candidate numbers."""
 
-EXPRESSION = "expression"
-"""``extract_number``'s source when the number found is one operand of an expression
-(``\\sqrt{2}``, ``2\\sqrt{3}``, ``4\\pi``, ``5!``, ``1 000``, ``0x10``): not a number."""
+_REFUSED = {
+    EXPRESSION: "the answer must be a single number, not an expression (a root, a constant, "
+    "an operator, a factorial, juxtaposed digit groups such as '1 000', a mixed number, a hex "
+    "literal): write its value as one number",
+    QUALIFIED: "the answer qualifies its number ('not', 'at least', 'maybe', '?', 'or more'): "
+    "state one number as the answer",
+    MARKED: "a digit of the answer carries a combining mark (such as a strike-through "
+    "overlay): write the number plainly",
+}
+"""Feedback for the ``extract_number`` sources that refuse the number found (see
+:func:`._expression.number_problem`)."""
 
 _RELATION = re.compile(r"=|≈|≃|\\approx|\\simeq")
 """The value of "2 + 3 = 5", "x \\approx 5" is after the last relation."""
@@ -90,7 +98,7 @@ _OVERRIDES = ("\u202d", "\u202e")
 number a reader sees is not the one the text holds, so no number is read from such text."""
 
 _ALTERNATIVES = re.compile(
-    r",|;|\bor\b|\band/or\b|\\lor|\\vee|\\pm|±|\\mp|\\neq|≠|\bto\b|\d\s*[-–—]\s*\d",
+    r",|;|\bor\b|\band/or\b|\b(?:maybe|perhaps|possibly|probably)\b|\\lor|\\vee|\\pm|±|\\mp|\\neq|≠|\bto\b|\d\s*[-–—]\s*\d",
     re.IGNORECASE,
 )
 
@@ -101,7 +109,8 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
     Read from the same places as every answer verifier (:mod:`._locate`): the turn ends at
     a chat-template token, and in ``auto`` a "final answer" after the last box is the
     answer. A number that is one operand of an expression (``\\sqrt{2}``, ``4\\pi``,
-    ``1 000``) is no answer: the source is then :data:`EXPRESSION` and the number None."""
+    ``1 000``), or that the text qualifies (``not 2``, ``2?``), is no answer: the number is
+    then None and the source says why (:func:`._expression.number_problem`)."""
     text = end_of_turn(text)
     if how == "full":
         return parse_number(text), "full"
@@ -141,9 +150,8 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
             return None, AMBIGUOUS
         if numbers:
             number, start, end = numbers[0]
-            if not lone_number(normalized, start, end):
-                return None, EXPRESSION
-            return number, place
+            problem = number_problem(normalized, start, end)
+            return (None, problem) if problem else (number, place)
     return None, how
 
 
@@ -154,9 +162,8 @@ def _pick(text: str, *, last: bool, source: str) -> tuple[Number | None, str]:
     if not numbers:
         return None, source
     number, start, end = numbers[-1] if last else numbers[0]
-    if not lone_number(normalized, start, end):
-        return None, EXPRESSION
-    return number, source
+    problem = number_problem(normalized, start, end)
+    return (None, problem) if problem else (number, source)
 
 
 def _reference_numbers(reference: object) -> list[Number]:
@@ -229,12 +236,9 @@ class NumericAnswer(InlineVerifier[NumericSpec]):
                 "the answer offers several numbers: give exactly one final answer",
                 details={"extract": spec.extract, "source": source},
             )
-        if got is None and source == EXPRESSION:
+        if got is None and source in _REFUSED:
             return Result.failed(
-                "the answer must be a single number, not an expression (a root, a constant, "
-                "an operator, a factorial, juxtaposed digit groups such as '1 000', a mixed "
-                "number, a hex literal): write its value as one number",
-                details={"extract": spec.extract, "source": source},
+                _REFUSED[source], details={"extract": spec.extract, "source": source}
             )
         if got is None:
             return Result.failed(
