@@ -17,7 +17,8 @@ from ._locate import (
     Extract,
     answer_phrase,
     answer_tag,
-    boxed_all,
+    boxed_spans,
+    boxes_side_by_side,
     end_of_turn,
     extract_answer,
     last_line,
@@ -106,7 +107,15 @@ def _choice_patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str], re
         rf"(?P<close>[)\]])?(?P<rest>.*)$",
         re.S,
     )
-    hedge = re.compile(rf"^\s*(?:,|/|&|\bor\b|\band\b)\s*\(?\s*[{cls}{low}]\s*\)?(?=$|[\s.,;)])")
+    hedge = re.compile(
+        # "A or B", "A/B", "A|B", "A; B", "A vs B", "A (or B)"
+        rf"^\s*\(?\s*(?:,|/|&|\||;|\+|\band/or\b|\bor\b|\band\b|\bvs\b\.?)"
+        rf"\s*[(\[]?\s*[{cls}{low}]\s*[)\]]?(?=$|[\s.,;)\]])"
+        # "(A)(B)", "(A) [B]": a second option letter in brackets right after the first
+        rf"|^\s*[(\[]\s*[{cls}]\s*[)\]]"
+        # "A B": a second bare capital letter and nothing else
+        rf"|^\s*[{cls}]\s*\.?\s*$"
+    )
     bold = re.compile(rf"\*\*\s*(?i:option\s+|choice\s+)?\(?([{cls}])\)?[.):]?\s*\*\*")
     return value, hedge, bold
 
@@ -137,6 +146,8 @@ def _letter_in_value(value: str, letters: str, strict: bool = False) -> tuple[st
     if match is None:
         return None, False
     rest = match.group("rest")
+    if rest[:1] and unicodedata.category(rest[0]).startswith("M"):
+        return None, False  # "A\u0338" shows a struck-through A: not a plain letter
     if match.group("up"):
         letter = match.group("up")
         if rest and rest[0].isalnum() and not (match.group("close") or match.group("gap")):
@@ -160,15 +171,20 @@ def extract_choice(text: str, letters: str = "ABCD") -> tuple[str | None, str, b
     ``B) text``, or the last ``(B)`` on it).
     """
     _choice_patterns_ready(letters)
-    boxes = boxed_all(text)
+    spans = boxed_spans(text)
     for source, value in (
         ("answer_tag", answer_tag(text)),
-        ("boxed", boxes[-1] if boxes else None),
+        ("boxed", spans[-1][2] if spans else None),
         ("answer_phrase", answer_phrase(text)),
     ):
         if value:
             letter, hedged = _letter_in_value(value, letters)
             if letter is not None:
+                if source == "boxed" and not hedged:
+                    # "\boxed{A} or \boxed{B}": two boxed letters side by side are a hedge.
+                    pair = boxes_side_by_side(text, spans)
+                    if pair is not None and _letter_in_value(pair[0], letters)[0] != letter:
+                        hedged = True
                 return letter, source, hedged
     _, _, bold_re = _CHOICE_CACHE[letters]
     bolds = bold_re.findall(text)

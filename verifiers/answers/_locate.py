@@ -21,6 +21,7 @@ __all__ = [
     "answer_tag",
     "boxed_all",
     "boxed_spans",
+    "boxes_side_by_side",
     "end_of_turn",
     "extract_answer",
     "final_answer_after",
@@ -124,6 +125,34 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
                 found.append((match.start(), token.end(), token.group(0)))
             pos = start + 1
 
+
+def boxes_side_by_side(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, str] | None:
+    """The contents of the last two boxes when only a connective joins them, else None.
+
+    ``\\boxed{2} or \\boxed{3}``, ``$\\boxed{A}$, $\\boxed{B}$``, ``\\boxed{2}\\boxed{3}``:
+    two final answers offered side by side are a hedge, and reading the last one would give
+    the credit of whichever is right. Any other word between them ("Wait, actually",
+    "(b)") makes the last box the answer, as before. ``spans`` is :func:`boxed_spans` of
+    ``text``; bounded work (the text between the boxes is read only when short).
+    """
+    if len(spans) < 2:
+        return None
+    (_, prev_end, prev), (start, _, last) = spans[-2], spans[-1]
+    between = text[prev_end:start]
+    if between.startswith("}"):
+        between = between[1:]
+    if len(between) > MAX_BOX_JOINER or _BOX_JOINER.fullmatch(between) is None:
+        return None
+    return prev, last
+
+
+MAX_BOX_JOINER = 40
+"""Longest text between two boxes that can still be a mere connective."""
+_BOX_JOINER = re.compile(
+    r"[\s$,;/&|.]*(?:(?:or|and|and/or|vs\.?|either|maybe|perhaps|\\(?:quad|qquad|text\{\s*or\s*\}))"
+    r"[\s$,;/&|.]*)*",
+    re.IGNORECASE,
+)
 
 _BOX_TOKEN = re.compile(r"[^\s$\\]+")
 _BRACE_OR_ESCAPE = re.compile(r"\\.|[{}]", re.S)

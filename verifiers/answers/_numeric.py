@@ -19,6 +19,7 @@ from ._locate import (
     answer_phrase,
     answer_tag,
     boxed_spans,
+    boxes_side_by_side,
     end_of_turn,
     final_answer_after,
     last_line,
@@ -127,6 +128,8 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
             later = final_answer_after(text, spans[-1][1]) if spans and how == "auto" else None
             if later is not None:
                 region, place = later, "answer_phrase"
+            elif _boxes_disagree(text, spans):
+                return None, AMBIGUOUS
         elif place == "answer_phrase":
             region = answer_phrase(text)
         elif place == "last_line":
@@ -153,6 +156,18 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
             problem = number_problem(normalized, start, end)
             return (None, problem) if problem else (number, place)
     return None, how
+
+
+def _boxes_disagree(text: str, spans: list[tuple[int, int, str]]) -> bool:
+    """Whether the last two boxes are offered side by side (``\\boxed{2} or \\boxed{3}``)
+    with different contents: a hedge. The same number twice is one answer."""
+    pair = boxes_side_by_side(text, spans)
+    if pair is None:
+        return False
+    first, second = (parse_number(box) for box in pair)
+    if first is None or second is None:
+        return True
+    return (first.value, first.percent, first.scale) != (second.value, second.percent, second.scale)
 
 
 def _pick(text: str, *, last: bool, source: str) -> tuple[Number | None, str]:
