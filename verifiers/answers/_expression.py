@@ -76,7 +76,7 @@ _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\u
 """Combining marks (diacritics, overlays such as U+0338 and U+20E5, enclosing marks)."""
 _QUALIFIER_BEFORE = re.compile(
     r"(?:\b(?:not|no|never|least|most|than|maybe|perhaps|possibly|probably|except|unless)"
-    r"|n't|[≠≥≤<>]|\\(?:neq?|not|[gl]eq?q?|[gl]t|geqslant|leqslant))\s*[$(\[{]?\s*$",
+    r"|n't|[≠≥≤]|(?:^|(?<=\s))[<>]|\\(?:neq?|not|[gl]eq?q?|[gl]t|geqslant|leqslant))\s*[$(\[{]?\s*$",
     re.IGNORECASE,
 )
 """A word or sign right before the number that takes it back or bounds it."""
