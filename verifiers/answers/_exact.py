@@ -23,6 +23,7 @@ from ._locate import (
     extract_answer,
     last_line,
     strip_thinking,
+    tags_side_by_side,
     unwrap_latex,
 )
 
@@ -180,9 +181,13 @@ def extract_choice(text: str, letters: str = "ABCD") -> tuple[str | None, str, b
         if value:
             letter, hedged = _letter_in_value(value, letters)
             if letter is not None:
-                if source == "boxed" and not hedged:
-                    # "\boxed{A} or \boxed{B}": two boxed letters side by side are a hedge.
-                    pair = boxes_side_by_side(text, spans)
+                if not hedged and source in ("boxed", "answer_tag"):
+                    # "\boxed{A} or \boxed{B}": two letters side by side are a hedge.
+                    pair = (
+                        boxes_side_by_side(text, spans)
+                        if source == "boxed"
+                        else tags_side_by_side(text)
+                    )
                     if pair is not None and _letter_in_value(pair[0], letters)[0] != letter:
                         hedged = True
                 return letter, source, hedged
@@ -233,6 +238,14 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
                 f"answer is {len(answer)} characters long (limit {spec.max_answer_chars})",
                 details={"source": source},
             )
+        if source in ("boxed", "answer_tag"):
+            pair = _side_by_side(text, source, spec)
+            if pair is not None and _differ(pair, spec):
+                return Result.failed(
+                    f"two answers given side by side ({source}: {quote(pair[0], 30)} and "
+                    f"{quote(pair[1], 30)}): give exactly one final answer",
+                    details={"source": source, "hedged": True},
+                )
         if spec.mode == "regex":
             return self._regex(answer, source, references, spec)
         return self._string(answer, source, references, spec)
@@ -317,6 +330,27 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
             f"expected {' or '.join(wanted)}, " if spec.reveal_reference else "wrong answer: "
         )
         return Result.failed(f"{expected}got {chosen} (from {source})", details=details)
+
+
+def _side_by_side(text: str, source: str, spec: ExactSpec) -> tuple[str, str] | None:
+    """The last two boxes (or ``<answer>`` tags) when only a connective joins them, read in
+    the same turn as :func:`extract_answer` (thinking stripped, ended at a turn token)."""
+    if spec.strip_thinking:
+        text = strip_thinking(text)
+    text = end_of_turn(text)
+    if source == "answer_tag":
+        return tags_side_by_side(text)
+    return boxes_side_by_side(text, boxed_spans(text))
+
+
+def _differ(pair: tuple[str, str], spec: ExactSpec) -> bool:
+    """Whether two answers side by side say different things (a repeat is one answer)."""
+    opts = {
+        "ignore_case": spec.ignore_case,
+        "ignore_punctuation": spec.ignore_punctuation,
+        "ignore_articles": spec.ignore_articles,
+    }
+    return normalize_text(pair[0], **opts) != normalize_text(pair[1], **opts)
 
 
 def _choice_patterns_ready(letters: str) -> None:

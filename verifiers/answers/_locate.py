@@ -27,6 +27,7 @@ __all__ = [
     "final_answer_after",
     "last_line",
     "strip_thinking",
+    "tags_side_by_side",
     "unwrap_latex",
 ]
 
@@ -169,8 +170,16 @@ def answer_tag(text: str) -> str | None:
     opens = [m.end() for m in _OPEN_TAG.finditer(text)]
     if not opens:
         return None
+    pairs = _tag_pairs(text, opens)
+    if pairs:
+        return text[pairs[-1][0] : pairs[-1][1]].strip()
+    return text[opens[0] :].strip()
+
+
+def _tag_pairs(text: str, opens: list[int]) -> list[tuple[int, int]]:
+    """``(content start, content end)`` of every closed ``<answer>`` pair, in order."""
     closes = [m.start() for m in _CLOSE_TAG.finditer(text)]
-    last: tuple[int, int] | None = None
+    pairs: list[tuple[int, int]] = []
     ci = 0
     oi = 0
     while oi < len(opens):
@@ -179,13 +188,25 @@ def answer_tag(text: str) -> str | None:
             ci += 1
         if ci == len(closes):
             break
-        last = (start, closes[ci])
+        pairs.append((start, closes[ci]))
         after = closes[ci] + len("</answer>")
         while oi < len(opens) and opens[oi] - len("<answer>") < after:
             oi += 1
-    if last is not None:
-        return text[last[0] : last[1]].strip()
-    return text[opens[0] :].strip()
+    return pairs
+
+
+def tags_side_by_side(text: str) -> tuple[str, str] | None:
+    """The contents of the last two ``<answer>`` pairs when only a connective joins them
+    (``<answer>2</answer> or <answer>3</answer>``), else None: as :func:`boxes_side_by_side`."""
+    opens = [m.end() for m in _OPEN_TAG.finditer(text)]
+    pairs = _tag_pairs(text, opens) if len(opens) > 1 else []
+    if len(pairs) < 2:
+        return None
+    (prev_start, prev_end), (start, end) = pairs[-2], pairs[-1]
+    between = text[prev_end + len("</answer>") : start - len("<answer>")]
+    if len(between) > MAX_BOX_JOINER or _BOX_JOINER.fullmatch(between) is None:
+        return None
+    return text[prev_start:prev_end].strip(), text[start:end].strip()
 
 
 _OPEN_TAG = re.compile(r"<answer>", re.I)

@@ -31,6 +31,7 @@ from ._locate import (
     end_of_turn,
     extract_answer,
     strip_thinking,
+    tags_side_by_side,
 )
 from ._mathboxes import boxed_group, last_math_segment
 
@@ -335,6 +336,18 @@ class MathAnswer(Verifier[MathSpec]):
                 "could not find an answer: put the final answer in \\boxed{}",
                 details={"extract": spec.extract},
             )
+        if source == "answer_tag":
+            # "<answer>2</answer> or <answer>3</answer>": two tagged answers are a hedge (two
+            # boxes are one group, judged as a list below).
+            turn = completion_text(trajectory)
+            turn = end_of_turn(strip_thinking(turn) if spec.strip_thinking else turn)
+            pair = tags_side_by_side(turn)
+            if pair is not None and pair[0] != pair[1]:
+                return Result.failed(
+                    f"two answers given side by side (answer_tag: {quote(pair[0], 30)} and "
+                    f"{quote(pair[1], 30)}): give exactly one final answer",
+                    details={"source": source, "hedged": True},
+                )
         if spec.multiple_boxed == "group" and source in ("boxed", "answer_tag", "answer_phrase"):
             # extract_answer keeps the last box; the whole final group of boxes is the answer.
             text = completion_text(trajectory)

@@ -24,6 +24,7 @@ from ._locate import (
     final_answer_after,
     last_line,
     strip_thinking,
+    tags_side_by_side,
 )
 from ._numbers import (
     Number,
@@ -122,13 +123,15 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
         region: str | None
         if place == "answer_tag":
             region = answer_tag(text)
+            if _differ(tags_side_by_side(text)):
+                return None, AMBIGUOUS
         elif place == "boxed":
             spans = boxed_spans(text)
             region = spans[-1][2] if spans else None
             later = final_answer_after(text, spans[-1][1]) if spans and how == "auto" else None
             if later is not None:
                 region, place = later, "answer_phrase"
-            elif _boxes_disagree(text, spans):
+            elif _differ(boxes_side_by_side(text, spans)):
                 return None, AMBIGUOUS
         elif place == "answer_phrase":
             region = answer_phrase(text)
@@ -158,10 +161,9 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
     return None, how
 
 
-def _boxes_disagree(text: str, spans: list[tuple[int, int, str]]) -> bool:
-    """Whether the last two boxes are offered side by side (``\\boxed{2} or \\boxed{3}``)
-    with different contents: a hedge. The same number twice is one answer."""
-    pair = boxes_side_by_side(text, spans)
+def _differ(pair: tuple[str, str] | None) -> bool:
+    """Whether two answers offered side by side (``\\boxed{2} or \\boxed{3}``, two
+    ``<answer>`` tags) differ: a hedge. The same number twice is one answer."""
     if pair is None:
         return False
     first, second = (parse_number(box) for box in pair)
