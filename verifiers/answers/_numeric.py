@@ -58,7 +58,9 @@ class NumericSpec(AnswerSpec):
     the last ``\\boxed{}``, else after the last "answer is"/"Answer:", else the last number in
     the text. ``last_number``/``first_number``: of the whole text; ``boxed``, ``answer_tag``,
     ``answer_phrase``, ``last_line``: the first number in that place only; ``full``: the whole
-    completion must be one number."""
+    completion must be one number. In every mode the number read must stand alone: one
+    operand of an expression (``\\sqrt{2}``, ``4\\pi``, ``1 000``), a qualified number
+    (``not 2``, ``2?``) or two answers side by side are the model's ``fail``."""
     rel_tol: float = Field(default=1e-4, ge=0.0)
     """Relative tolerance, as a fraction of the reference (``0.01`` = 1%)."""
     abs_tol: float = Field(default=0.0, ge=0.0)
