@@ -85,6 +85,8 @@ _QUALIFIER_AFTER = re.compile(
     r"|at\s+(?:most|least)\b|(?:maybe|perhaps|possibly|probably)\b)",
     re.IGNORECASE,
 )
+_CLOSER = re.compile(r"\s*[)\]]")
+_DIGIT_GROUP = re.compile(r"\d{3}")
 _TAG_BEFORE = re.compile(r"</?[A-Za-z][\w-]{0,20}\s*>$")
 _TAG_AFTER = re.compile(r"</?[A-Za-z][\w-]{0,20}\s*>")
 """An HTML/XML tag (``<answer>42``, ``42</b>``) bounds the number like a space."""
@@ -116,7 +118,7 @@ def number_problem(text: str, start: int, end: int) -> str | None:
         return MARKED
     if _QUALIFIER_BEFORE.search(_without_tags(lead)) or _QUALIFIER_AFTER.match(tail):
         return QUALIFIED
-    if not (_lead_ok(lead, matched) and _tail_ok(tail, matched)):
+    if not (_lead_ok(lead, matched, tail) and _tail_ok(tail, matched)):
         return EXPRESSION
     return None
 
@@ -131,12 +133,21 @@ def _without_tags(lead: str) -> str:
         lead = stripped[: tag.start()]
 
 
-def _lead_ok(lead: str, matched: str) -> bool:
+def _lead_ok(lead: str, matched: str, tail: str) -> bool:
     while True:
         stripped = lead.rstrip(" \t~$")
-        wrapper = _TAG_BEFORE.search(stripped) or _EMPHASIS_BEFORE.search(stripped)
+        if _TAG_BEFORE.search(stripped):
+            return True  # "<answer>42", "41</s>42": a tag ends what came before
+        wrapper = _EMPHASIS_BEFORE.search(stripped)
         if wrapper is not None:
             lead = stripped[: wrapper.start()]
+            continue
+        if stripped[-1:] in ("(", "[") and _CLOSER.match(tail):
+            # "[[42]]", "(42)": a bracketed number; what stands before the brackets decides
+            # (``\sqrt[3]{8}`` is still a root).
+            lead = stripped.rstrip("([ \t")
+            if not lead:
+                return True
             continue
         if stripped.endswith("{"):
             # A group opened right before the number: a text wrapper, or a bare ``{``, is
@@ -172,8 +183,12 @@ def _lead_ok(lead: str, matched: str) -> bool:
         return False
     if last == "}" and _closes_text_group(stripped):
         return True  # "\text{Answer: } 5": prose in a wrapper
-    if last.isdigit() or last in "}])":
-        # "1 000" (a second digit group), "\sqrt{2} 3", "(a+b) 3", "x) - 3"
+    if last.isdigit():
+        # "1 000", "1\u2009000": the number is a second digit group. Other numbers after a
+        # number and a space are prose or a list ("9 9 9 42"), judged by their own place.
+        return not (stripped == lead[:-1] and _DIGIT_GROUP.fullmatch(matched))
+    if last in "}])":
+        # "\sqrt{2} 3", "(a+b) 3", "x) - 3"
         return False
     if last in ",." and len(stripped) > 1 and stripped[-2].isdigit() and lead[-1:] in ",.":
         # "1,5" or "1.000.000": the number is the tail of a digit group, not a number
@@ -202,7 +217,9 @@ def _tail_ok(tail: str, matched: str) -> bool:
             attached = False
             pos += 1
             continue
-        wrapper = _TAG_AFTER.match(tail, pos) or _EMPHASIS_AFTER.match(tail, pos)
+        if _TAG_AFTER.match(tail, pos):
+            return True  # "42</answer>", "42</s>41": a tag ends the answer
+        wrapper = _EMPHASIS_AFTER.match(tail, pos)
         if wrapper is not None:
             attached = False
             pos = wrapper.end()
