@@ -183,12 +183,12 @@ def extract_choice(text: str, letters: str = "ABCD") -> tuple[str | None, str, b
             if letter is not None:
                 if not hedged and source in ("boxed", "answer_tag"):
                     # "\boxed{A} or \boxed{B}": two letters side by side are a hedge.
-                    pair = (
+                    run = (
                         boxes_side_by_side(text, spans)
                         if source == "boxed"
                         else tags_side_by_side(text)
                     )
-                    if pair is not None and _letter_in_value(pair[0], letters)[0] != letter:
+                    if any(_letter_in_value(other, letters)[0] != letter for other in run):
                         hedged = True
                 return letter, source, hedged
     _, _, bold_re = _CHOICE_CACHE[letters]
@@ -239,11 +239,11 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
                 details={"source": source},
             )
         if source in ("boxed", "answer_tag"):
-            pair = _side_by_side(text, source, spec)
-            if pair is not None and _differ(pair, spec):
+            other = _other_side_by_side(text, source, spec)
+            if other is not None:
                 return Result.failed(
-                    f"two answers given side by side ({source}: {quote(pair[0], 30)} and "
-                    f"{quote(pair[1], 30)}): give exactly one final answer",
+                    f"two answers given side by side ({source}: {quote(other[0], 30)} and "
+                    f"{quote(other[1], 30)}): give exactly one final answer",
                     details={"source": source, "hedged": True},
                 )
         if spec.mode == "regex":
@@ -332,25 +332,31 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
         return Result.failed(f"{expected}got {chosen} (from {source})", details=details)
 
 
-def _side_by_side(text: str, source: str, spec: ExactSpec) -> tuple[str, str] | None:
-    """The last two boxes (or ``<answer>`` tags) when only a connective joins them, read in
-    the same turn as :func:`extract_answer` (thinking stripped, ended at a turn token)."""
+def _other_side_by_side(text: str, source: str, spec: ExactSpec) -> tuple[str, str] | None:
+    """An earlier box (or ``<answer>`` tag) side by side with the last that says something
+    else, with the last: ``("Paris", "London")`` for ``\\boxed{Paris} or \\boxed{London}``.
+    Read in the same turn as :func:`extract_answer` (thinking stripped, ended at a turn
+    token); a repeat of the same answer is one answer."""
     if spec.strip_thinking:
         text = strip_thinking(text)
     text = end_of_turn(text)
-    if source == "answer_tag":
-        return tags_side_by_side(text)
-    return boxes_side_by_side(text, boxed_spans(text))
-
-
-def _differ(pair: tuple[str, str], spec: ExactSpec) -> bool:
-    """Whether two answers side by side say different things (a repeat is one answer)."""
+    run = (
+        tags_side_by_side(text)
+        if source == "answer_tag"
+        else boxes_side_by_side(text, boxed_spans(text))
+    )
+    if not run:
+        return None
     opts = {
         "ignore_case": spec.ignore_case,
         "ignore_punctuation": spec.ignore_punctuation,
         "ignore_articles": spec.ignore_articles,
     }
-    return normalize_text(pair[0], **opts) != normalize_text(pair[1], **opts)
+    last = normalize_text(run[-1], **opts)
+    for other in run[:-1]:
+        if normalize_text(other, **opts) != last:
+            return other, run[-1]
+    return None
 
 
 def _choice_patterns_ready(letters: str) -> None:

@@ -111,7 +111,9 @@ def number_problem(text: str, start: int, end: int) -> str | None:
     ``text`` is normalised answer text; ``start``/``end`` are the span of one number match
     (sign, currency, accounting parentheses, percent and scale word included). Returns
     :data:`EXPRESSION`, :data:`QUALIFIED` or :data:`MARKED`."""
-    lead = text[max(0, start - WINDOW) : start]
+    # A window cut inside the text starts with a mark that no rule reads as a boundary, so
+    # "^" in a pattern means the start of the answer, never a cut mid-tag ("b><b>5").
+    lead = ("\x00" if start > WINDOW else "") + text[max(0, start - WINDOW) : start]
     tail = text[end : end + WINDOW]
     matched = text[start:end]
     if _COMBINING.match(tail) or _COMBINING.search(matched):

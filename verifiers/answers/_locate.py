@@ -127,24 +127,32 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
             pos = start + 1
 
 
-def boxes_side_by_side(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, str] | None:
-    """The contents of the last two boxes when only a connective joins them, else None.
+def boxes_side_by_side(text: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """The contents of the run of boxes that ends with the last one, each joined to the next
+    by nothing but a connective; empty unless the run has two boxes or more.
 
     ``\\boxed{2} or \\boxed{3}``, ``$\\boxed{A}$, $\\boxed{B}$``, ``\\boxed{2}\\boxed{3}``:
-    two final answers offered side by side are a hedge, and reading the last one would give
-    the credit of whichever is right. Any other word between them ("Wait, actually",
-    "(b)") makes the last box the answer, as before. ``spans`` is :func:`boxed_spans` of
-    ``text``; bounded work (the text between the boxes is read only when short).
+    final answers offered side by side are a hedge, and reading the last one would give the
+    credit of whichever is right. Any other word between two boxes ("Wait, actually",
+    "(b)") ends the run. ``spans`` is :func:`boxed_spans` of ``text``; linear (the text
+    between two boxes is read only when short).
     """
-    if len(spans) < 2:
-        return None
-    (_, prev_end, prev), (start, _, last) = spans[-2], spans[-1]
-    between = text[prev_end:start]
-    if between.startswith("}"):
-        between = between[1:]
-    if len(between) > MAX_BOX_JOINER or _BOX_JOINER.fullmatch(between) is None:
-        return None
-    return prev, last
+    items = [
+        (start, end + 1 if text.startswith("}", end) else end, content)
+        for start, end, content in spans
+    ]
+    return _joined_run(text, items)
+
+
+def _joined_run(text: str, items: list[tuple[int, int, str]]) -> list[str]:
+    """Contents of the trailing run of ``(start, end, content)`` items joined by connectives."""
+    run = 1
+    while run < len(items):
+        between = text[items[-run - 1][1] : items[-run][0]]
+        if len(between) > MAX_BOX_JOINER or _BOX_JOINER.fullmatch(between) is None:
+            break
+        run += 1
+    return [content for _, _, content in items[-run:]] if run > 1 else []
 
 
 MAX_BOX_JOINER = 40
@@ -195,18 +203,16 @@ def _tag_pairs(text: str, opens: list[int]) -> list[tuple[int, int]]:
     return pairs
 
 
-def tags_side_by_side(text: str) -> tuple[str, str] | None:
-    """The contents of the last two ``<answer>`` pairs when only a connective joins them
-    (``<answer>2</answer> or <answer>3</answer>``), else None: as :func:`boxes_side_by_side`."""
+def tags_side_by_side(text: str) -> list[str]:
+    """The contents of the trailing run of ``<answer>`` pairs joined only by connectives
+    (``<answer>2</answer> or <answer>3</answer>``), as :func:`boxes_side_by_side`."""
     opens = [m.end() for m in _OPEN_TAG.finditer(text)]
     pairs = _tag_pairs(text, opens) if len(opens) > 1 else []
-    if len(pairs) < 2:
-        return None
-    (prev_start, prev_end), (start, end) = pairs[-2], pairs[-1]
-    between = text[prev_end + len("</answer>") : start - len("<answer>")]
-    if len(between) > MAX_BOX_JOINER or _BOX_JOINER.fullmatch(between) is None:
-        return None
-    return text[prev_start:prev_end].strip(), text[start:end].strip()
+    items = [
+        (start - len("<answer>"), end + len("</answer>"), text[start:end].strip())
+        for start, end in pairs
+    ]
+    return _joined_run(text, items)
 
 
 _OPEN_TAG = re.compile(r"<answer>", re.I)

@@ -341,11 +341,12 @@ class MathAnswer(Verifier[MathSpec]):
             # boxes are one group, judged as a list below).
             turn = completion_text(trajectory)
             turn = end_of_turn(strip_thinking(turn) if spec.strip_thinking else turn)
-            pair = tags_side_by_side(turn)
-            if pair is not None and pair[0] != pair[1]:
+            run = tags_side_by_side(turn)
+            other = next((box for box in run if box != run[-1]), None)
+            if other is not None:
                 return Result.failed(
-                    f"two answers given side by side (answer_tag: {quote(pair[0], 30)} and "
-                    f"{quote(pair[1], 30)}): give exactly one final answer",
+                    f"two answers given side by side (answer_tag: {quote(other, 30)} and "
+                    f"{quote(run[-1], 30)}): give exactly one final answer",
                     details={"source": source, "hedged": True},
                 )
         if spec.multiple_boxed == "group" and source in ("boxed", "answer_tag", "answer_phrase"):

@@ -163,15 +163,19 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
     return None, how
 
 
-def _differ(pair: tuple[str, str] | None) -> bool:
-    """Whether two answers offered side by side (``\\boxed{2} or \\boxed{3}``, two
-    ``<answer>`` tags) differ: a hedge. The same number twice is one answer."""
-    if pair is None:
+def _differ(run: list[str]) -> bool:
+    """Whether answers offered side by side (``\\boxed{2} or \\boxed{3}``, ``<answer>``
+    tags; see :func:`._locate.boxes_side_by_side`) differ: a hedge. The same number twice is
+    one answer."""
+    if not run:
         return False
-    first, second = (parse_number(box) for box in pair)
-    if first is None or second is None:
-        return True
-    return (first.value, first.percent, first.scale) != (second.value, second.percent, second.scale)
+    keys = set()
+    for box in run:
+        number = parse_number(box)
+        if number is None:
+            return True
+        keys.add((number.value, number.percent, number.scale))
+    return len(keys) > 1
 
 
 def _pick(text: str, *, last: bool, source: str) -> tuple[Number | None, str]:
