@@ -17,11 +17,13 @@ from ._locate import (
     Extract,
     answer_phrase,
     answer_tag,
-    boxed_all,
+    boxed_spans,
+    boxes_side_by_side,
     end_of_turn,
     extract_answer,
     last_line,
     strip_thinking,
+    tags_side_by_side,
     unwrap_latex,
 )
 
@@ -106,7 +108,15 @@ def _choice_patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str], re
         rf"(?P<close>[)\]])?(?P<rest>.*)$",
         re.S,
     )
-    hedge = re.compile(rf"^\s*(?:,|/|&|\bor\b|\band\b)\s*\(?\s*[{cls}{low}]\s*\)?(?=$|[\s.,;)])")
+    hedge = re.compile(
+        # "A or B", "A/B", "A|B", "A; B", "A vs B", "A (or B)"
+        rf"^\s*\(?\s*(?:,|/|&|\||;|\+|\band/or\b|\bor\b|\band\b|\bvs\b\.?)"
+        rf"\s*[(\[]?\s*[{cls}{low}]\s*[)\]]?(?=$|[\s.,;)\]])"
+        # "(A)(B)", "(A) [B]": a second option letter in brackets right after the first
+        rf"|^\s*[(\[]\s*[{cls}]\s*[)\]]"
+        # "A B": a second bare capital letter and nothing else
+        rf"|^\s*[{cls}]\s*\.?\s*$"
+    )
     bold = re.compile(rf"\*\*\s*(?i:option\s+|choice\s+)?\(?([{cls}])\)?[.):]?\s*\*\*")
     return value, hedge, bold
 
@@ -137,6 +147,8 @@ def _letter_in_value(value: str, letters: str, strict: bool = False) -> tuple[st
     if match is None:
         return None, False
     rest = match.group("rest")
+    if rest[:1] and unicodedata.category(rest[0]).startswith("M"):
+        return None, False  # "A\u0338" shows a struck-through A: not a plain letter
     if match.group("up"):
         letter = match.group("up")
         if rest and rest[0].isalnum() and not (match.group("close") or match.group("gap")):
@@ -160,15 +172,24 @@ def extract_choice(text: str, letters: str = "ABCD") -> tuple[str | None, str, b
     ``B) text``, or the last ``(B)`` on it).
     """
     _choice_patterns_ready(letters)
-    boxes = boxed_all(text)
+    spans = boxed_spans(text)
     for source, value in (
         ("answer_tag", answer_tag(text)),
-        ("boxed", boxes[-1] if boxes else None),
+        ("boxed", spans[-1][2] if spans else None),
         ("answer_phrase", answer_phrase(text)),
     ):
         if value:
             letter, hedged = _letter_in_value(value, letters)
             if letter is not None:
+                if not hedged and source in ("boxed", "answer_tag"):
+                    # "\boxed{A} or \boxed{B}": two letters side by side are a hedge.
+                    run = (
+                        boxes_side_by_side(text, spans)
+                        if source == "boxed"
+                        else tags_side_by_side(text)
+                    )
+                    if any(_letter_in_value(other, letters)[0] != letter for other in run):
+                        hedged = True
                 return letter, source, hedged
     _, _, bold_re = _CHOICE_CACHE[letters]
     bolds = bold_re.findall(text)
@@ -217,6 +238,14 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
                 f"answer is {len(answer)} characters long (limit {spec.max_answer_chars})",
                 details={"source": source},
             )
+        if source in ("boxed", "answer_tag"):
+            other = _other_side_by_side(text, source, spec)
+            if other is not None:
+                return Result.failed(
+                    f"two answers given side by side ({source}: {quote(other[0], 30)} and "
+                    f"{quote(other[1], 30)}): give exactly one final answer",
+                    details={"source": source, "hedged": True},
+                )
         if spec.mode == "regex":
             return self._regex(answer, source, references, spec)
         return self._string(answer, source, references, spec)
@@ -301,6 +330,33 @@ class ExactAnswer(InlineVerifier[ExactSpec]):
             f"expected {' or '.join(wanted)}, " if spec.reveal_reference else "wrong answer: "
         )
         return Result.failed(f"{expected}got {chosen} (from {source})", details=details)
+
+
+def _other_side_by_side(text: str, source: str, spec: ExactSpec) -> tuple[str, str] | None:
+    """An earlier box (or ``<answer>`` tag) side by side with the last that says something
+    else, with the last: ``("Paris", "London")`` for ``\\boxed{Paris} or \\boxed{London}``.
+    Read in the same turn as :func:`extract_answer` (thinking stripped, ended at a turn
+    token); a repeat of the same answer is one answer."""
+    if spec.strip_thinking:
+        text = strip_thinking(text)
+    text = end_of_turn(text)
+    run = (
+        tags_side_by_side(text)
+        if source == "answer_tag"
+        else boxes_side_by_side(text, boxed_spans(text))
+    )
+    if not run:
+        return None
+    opts = {
+        "ignore_case": spec.ignore_case,
+        "ignore_punctuation": spec.ignore_punctuation,
+        "ignore_articles": spec.ignore_articles,
+    }
+    last = normalize_text(run[-1], **opts)
+    for other in run[:-1]:
+        if normalize_text(other, **opts) != last:
+            return other, run[-1]
+    return None
 
 
 def _choice_patterns_ready(letters: str) -> None:

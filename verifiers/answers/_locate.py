@@ -21,11 +21,13 @@ __all__ = [
     "answer_tag",
     "boxed_all",
     "boxed_spans",
+    "boxes_side_by_side",
     "end_of_turn",
     "extract_answer",
     "final_answer_after",
     "last_line",
     "strip_thinking",
+    "tags_side_by_side",
     "unwrap_latex",
 ]
 
@@ -125,6 +127,42 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
             pos = start + 1
 
 
+def boxes_side_by_side(text: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """The contents of the run of boxes that ends with the last one, each joined to the next
+    by nothing but a connective; empty unless the run has two boxes or more.
+
+    ``\\boxed{2} or \\boxed{3}``, ``$\\boxed{A}$, $\\boxed{B}$``, ``\\boxed{2}\\boxed{3}``:
+    final answers offered side by side are a hedge, and reading the last one would give the
+    credit of whichever is right. Any other word between two boxes ("Wait, actually",
+    "(b)") ends the run. ``spans`` is :func:`boxed_spans` of ``text``; linear (the text
+    between two boxes is read only when short).
+    """
+    items = [
+        (start, end + 1 if text.startswith("}", end) else end, content)
+        for start, end, content in spans
+    ]
+    return _joined_run(text, items)
+
+
+def _joined_run(text: str, items: list[tuple[int, int, str]]) -> list[str]:
+    """Contents of the trailing run of ``(start, end, content)`` items joined by connectives."""
+    run = 1
+    while run < len(items):
+        between = text[items[-run - 1][1] : items[-run][0]]
+        if len(between) > MAX_BOX_JOINER or _BOX_JOINER.fullmatch(between) is None:
+            break
+        run += 1
+    return [content for _, _, content in items[-run:]] if run > 1 else []
+
+
+MAX_BOX_JOINER = 40
+"""Longest text between two boxes that can still be a mere connective."""
+_BOX_JOINER = re.compile(
+    r"[\s$,;/&|.]*(?:(?:or|and|and/or|vs\.?|either|maybe|perhaps|\\(?:quad|qquad|text\{\s*or\s*\}))"
+    r"[\s$,;/&|.]*)*",
+    re.IGNORECASE,
+)
+
 _BOX_TOKEN = re.compile(r"[^\s$\\]+")
 _BRACE_OR_ESCAPE = re.compile(r"\\.|[{}]", re.S)
 """A brace, or a backslash with the character it escapes (``\\{`` is not a brace)."""
@@ -140,8 +178,16 @@ def answer_tag(text: str) -> str | None:
     opens = [m.end() for m in _OPEN_TAG.finditer(text)]
     if not opens:
         return None
+    pairs = _tag_pairs(text, opens)
+    if pairs:
+        return text[pairs[-1][0] : pairs[-1][1]].strip()
+    return text[opens[0] :].strip()
+
+
+def _tag_pairs(text: str, opens: list[int]) -> list[tuple[int, int]]:
+    """``(content start, content end)`` of every closed ``<answer>`` pair, in order."""
     closes = [m.start() for m in _CLOSE_TAG.finditer(text)]
-    last: tuple[int, int] | None = None
+    pairs: list[tuple[int, int]] = []
     ci = 0
     oi = 0
     while oi < len(opens):
@@ -150,13 +196,23 @@ def answer_tag(text: str) -> str | None:
             ci += 1
         if ci == len(closes):
             break
-        last = (start, closes[ci])
+        pairs.append((start, closes[ci]))
         after = closes[ci] + len("</answer>")
         while oi < len(opens) and opens[oi] - len("<answer>") < after:
             oi += 1
-    if last is not None:
-        return text[last[0] : last[1]].strip()
-    return text[opens[0] :].strip()
+    return pairs
+
+
+def tags_side_by_side(text: str) -> list[str]:
+    """The contents of the trailing run of ``<answer>`` pairs joined only by connectives
+    (``<answer>2</answer> or <answer>3</answer>``), as :func:`boxes_side_by_side`."""
+    opens = [m.end() for m in _OPEN_TAG.finditer(text)]
+    pairs = _tag_pairs(text, opens) if len(opens) > 1 else []
+    items = [
+        (start - len("<answer>"), end + len("</answer>"), text[start:end].strip())
+        for start, end in pairs
+    ]
+    return _joined_run(text, items)
 
 
 _OPEN_TAG = re.compile(r"<answer>", re.I)

@@ -31,6 +31,7 @@ from ._locate import (
     end_of_turn,
     extract_answer,
     strip_thinking,
+    tags_side_by_side,
 )
 from ._mathboxes import boxed_group, last_math_segment
 
@@ -335,6 +336,19 @@ class MathAnswer(Verifier[MathSpec]):
                 "could not find an answer: put the final answer in \\boxed{}",
                 details={"extract": spec.extract},
             )
+        if source == "answer_tag":
+            # "<answer>2</answer> or <answer>3</answer>": two tagged answers are a hedge (two
+            # boxes are one group, judged as a list below).
+            turn = completion_text(trajectory)
+            turn = end_of_turn(strip_thinking(turn) if spec.strip_thinking else turn)
+            run = tags_side_by_side(turn)
+            other = next((box for box in run if box != run[-1]), None)
+            if other is not None:
+                return Result.failed(
+                    f"two answers given side by side (answer_tag: {quote(other, 30)} and "
+                    f"{quote(run[-1], 30)}): give exactly one final answer",
+                    details={"source": source, "hedged": True},
+                )
         if spec.multiple_boxed == "group" and source in ("boxed", "answer_tag", "answer_phrase"):
             # extract_answer keeps the last box; the whole final group of boxes is the answer.
             text = completion_text(trajectory)

@@ -42,6 +42,7 @@ __all__ = [
     "SCALE_FACTORS",
     "Figure",
     "Number",
+    "find_number_spans",
     "find_numbers",
     "normalize_numeric_text",
     "one_reading",
@@ -340,6 +341,13 @@ def one_reading(got: Number, ref: Number, percent: str, scale: str) -> tuple[flo
 
 _LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*([-+]?[\d.,]+)\s*\}\s*\{\s*([-+]?[\d.,]+)\s*\}")
 _LATEX_FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)(\d)")
+_GLUED_FRAC = re.compile(r"(?<=[\d.])(?=\\[dt]?frac)")
+"""A digit right before ``\\frac``: ``3\\frac{1}{2}`` is the mixed number 3 1/2 (refused as
+two numbers), never the fraction 31/2."""
+_PHANTOM = re.compile(r"\\[hv]?phantom\s*\{[^{}]{0,200}\}")
+"""``\\phantom{2}`` takes the room of its content and shows nothing: not part of the answer."""
+_COLOR = re.compile(r"\\(?:text)?color\s*\{[\w!.]{0,40}\}")
+"""``\\color{red}``, ``\\textcolor{red}``: the colour, not a number (its group stays)."""
 _TIMES_TEN = re.compile(
     r"(?<!\s)\s*(?:\\times|\\cdot|×|\*|·)\s*10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?"
 )
@@ -388,8 +396,11 @@ def normalize_numeric_text(text: str) -> str:
         .replace("\\right", "")
     )
     text = re.sub(r"\\(?:text|mathrm|textbf|mbox)\s*\{\s*(%|percent)\s*\}", r"\1", text)
+    text = _GLUED_FRAC.sub(" ", text)
     text = _LATEX_FRAC.sub(r"\1/\2", text)
     text = _LATEX_FRAC_SHORT.sub(r"\1/\2", text)
+    text = _PHANTOM.sub("", text)
+    text = _COLOR.sub("", text)
     text = _TIMES_TEN.sub(r"e\1", text)
     text = _TEN_POW.sub(r"1e\1", text)
     if "^" in text:
@@ -467,6 +478,16 @@ def find_numbers(text: str, *, normalized: bool = False) -> list[Number]:
         number = _build(match)
         if number is not None:
             found.append(number)
+    return found
+
+
+def find_number_spans(text: str) -> list[tuple[Number, int, int]]:
+    """Every number in ``text`` (already normalised) with its span, in order."""
+    found: list[tuple[Number, int, int]] = []
+    for match in _NUMBER.finditer(text):
+        number = _build(match)
+        if number is not None:
+            found.append((number, match.start(), match.end()))
     return found
 
 

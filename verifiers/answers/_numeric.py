@@ -14,16 +14,25 @@ from ..registry import register
 from ..text import completion_text, visible_text
 from ..types import Result, Trajectory
 from ._common import AnswerSpec, quote
+from ._expression import EXPRESSION, MARKED, QUALIFIED, number_problem
 from ._locate import (
     answer_phrase,
     answer_tag,
     boxed_spans,
+    boxes_side_by_side,
     end_of_turn,
     final_answer_after,
     last_line,
     strip_thinking,
+    tags_side_by_side,
 )
-from ._numbers import Number, find_numbers, one_reading, parse_number
+from ._numbers import (
+    Number,
+    find_number_spans,
+    normalize_numeric_text,
+    one_reading,
+    parse_number,
+)
 
 __all__ = ["NumericAnswer", "NumericSpec", "extract_number"]
 
@@ -49,7 +58,9 @@ class NumericSpec(AnswerSpec):
     the last ``\\boxed{}``, else after the last "answer is"/"Answer:", else the last number in
     the text. ``last_number``/``first_number``: of the whole text; ``boxed``, ``answer_tag``,
     ``answer_phrase``, ``last_line``: the first number in that place only; ``full``: the whole
-    completion must be one number."""
+    completion must be one number. In every mode the number read must stand alone: one
+    operand of an expression (``\\sqrt{2}``, ``4\\pi``, ``1 000``), a qualified number
+    (``not 2``, ``2?``) or two answers side by side are the model's ``fail``."""
     rel_tol: float = Field(default=1e-4, ge=0.0)
     """Relative tolerance, as a fraction of the reference (``0.01`` = 1%)."""
     abs_tol: float = Field(default=0.0, ge=0.0)
@@ -71,8 +82,27 @@ class NumericSpec(AnswerSpec):
 AMBIGUOUS = "several_numbers"
 """``extract_number``'s source when the answer region offers several candidate numbers."""
 
+_REFUSED = {
+    EXPRESSION: "the answer must be a single number, not an expression (a root, a constant, "
+    "an operator, a factorial, juxtaposed digit groups such as '1 000', a mixed number, a hex "
+    "literal): write its value as one number",
+    QUALIFIED: "the answer qualifies its number ('not', 'at least', 'maybe', '?', 'or more'): "
+    "state one number as the answer",
+    MARKED: "a digit of the answer carries a combining mark (such as a strike-through "
+    "overlay): write the number plainly",
+}
+"""Feedback for the ``extract_number`` sources that refuse the number found (see
+:func:`._expression.number_problem`)."""
+
+_RELATION = re.compile(r"=|≈|≃|\\approx|\\simeq")
+"""The value of "2 + 3 = 5", "x \\approx 5" is after the last relation."""
+
+_OVERRIDES = ("\u202d", "\u202e")
+"""Left-to-right and right-to-left override: they make ``\u202e32`` show as 23. Which
+number a reader sees is not the one the text holds, so no number is read from such text."""
+
 _ALTERNATIVES = re.compile(
-    r",|;|\bor\b|\band/or\b|\\lor|\\vee|\\pm|±|\\mp|\\neq|≠|\bto\b|\d\s*[-–—]\s*\d",
+    r",|;|\bor\b|\band/or\b|\b(?:maybe|perhaps|possibly|probably)\b|\\lor|\\vee|\\pm|±|\\mp|\\neq|≠|\bto\b|\d\s*[-–—]\s*\d",
     re.IGNORECASE,
 )
 
@@ -82,49 +112,81 @@ def extract_number(text: str, how: NumericExtract) -> tuple[Number | None, str]:
 
     Read from the same places as every answer verifier (:mod:`._locate`): the turn ends at
     a chat-template token, and in ``auto`` a "final answer" after the last box is the
-    answer."""
+    answer. A number that is one operand of an expression (``\\sqrt{2}``, ``4\\pi``,
+    ``1 000``), or that the text qualifies (``not 2``, ``2?``), is no answer: the number is
+    then None and the source says why (:func:`._expression.number_problem`)."""
     text = end_of_turn(text)
     if how == "full":
         return parse_number(text), "full"
     if how in ("last_number", "first_number"):
-        numbers = find_numbers(text)
-        if not numbers:
-            return None, how
-        return (numbers[-1] if how == "last_number" else numbers[0]), how
+        return _pick(text, last=how == "last_number", source=how)
     order = ("answer_tag", "boxed", "answer_phrase", "last_number") if how == "auto" else (how,)
     for place in order:
         region: str | None
         if place == "answer_tag":
             region = answer_tag(text)
+            if _differ(tags_side_by_side(text)):
+                return None, AMBIGUOUS
         elif place == "boxed":
             spans = boxed_spans(text)
             region = spans[-1][2] if spans else None
             later = final_answer_after(text, spans[-1][1]) if spans and how == "auto" else None
             if later is not None:
                 region, place = later, "answer_phrase"
+            elif _differ(boxes_side_by_side(text, spans)):
+                return None, AMBIGUOUS
         elif place == "answer_phrase":
             region = answer_phrase(text)
         elif place == "last_line":
             region = last_line(text)
         else:
-            numbers = find_numbers(text)
-            return (numbers[-1] if numbers else None), place
+            return _pick(text, last=True, source=place)
         if region is None:
             continue
-        if "=" in region:
-            # "2 + 3 = 5", "x = 5": the value is after the last '='.
-            region = region.rsplit("=", 1)[1]
+        relations = list(_RELATION.finditer(region))
+        if relations:
+            # "2 + 3 = 5", "x = 5", "x \approx 5": the value is after the last relation.
+            region = region[relations[-1].end() :]
         whole = parse_number(region)
         if whole is not None:
             return whole, place
-        numbers = find_numbers(region)
+        normalized = normalize_numeric_text(region)
+        numbers = find_number_spans(normalized)
         if len(numbers) > 1 and _ALTERNATIVES.search(region):
             # "42 or 41", "\boxed{42, 41, 43}", "42 \pm 100", "42-43": hedging over several
             # candidates must not collect the credit of the one that happens to be right.
             return None, AMBIGUOUS
         if numbers:
-            return numbers[0], place
+            number, start, end = numbers[0]
+            problem = number_problem(normalized, start, end)
+            return (None, problem) if problem else (number, place)
     return None, how
+
+
+def _differ(run: list[str]) -> bool:
+    """Whether answers offered side by side (``\\boxed{2} or \\boxed{3}``, ``<answer>``
+    tags; see :func:`._locate.boxes_side_by_side`) differ: a hedge. The same number twice is
+    one answer."""
+    if not run:
+        return False
+    keys = set()
+    for box in run:
+        number = parse_number(box)
+        if number is None:
+            return True
+        keys.add((number.value, number.percent, number.scale))
+    return len(keys) > 1
+
+
+def _pick(text: str, *, last: bool, source: str) -> tuple[Number | None, str]:
+    """The last (or first) number of ``text``, unless it is one operand of an expression."""
+    normalized = normalize_numeric_text(text)
+    numbers = find_number_spans(normalized)
+    if not numbers:
+        return None, source
+    number, start, end = numbers[-1] if last else numbers[0]
+    problem = number_problem(normalized, start, end)
+    return (None, problem) if problem else (number, source)
 
 
 def _reference_numbers(reference: object) -> list[Number]:
@@ -177,6 +239,12 @@ class NumericAnswer(InlineVerifier[NumericSpec]):
             raise BadInput(f"{NAME} needs task.reference (the expected number)")
         references = _reference_numbers(trajectory.task.reference)
         text = completion_text(trajectory)
+        if any(mark in text for mark in _OVERRIDES):
+            return Result.failed(
+                "the answer holds a bidi override character (U+202D/U+202E), which shows its "
+                "digits in another order than they are written: write the number plainly",
+                details={"extract": spec.extract, "source": "bidi_override"},
+            )
         if len(text) > spec.max_answer_chars * 20:
             text = text[-spec.max_answer_chars * 20 :]  # bounds the inline work (linear)
         text = visible_text(text)
@@ -190,6 +258,10 @@ class NumericAnswer(InlineVerifier[NumericSpec]):
             return Result.failed(
                 "the answer offers several numbers: give exactly one final answer",
                 details={"extract": spec.extract, "source": source},
+            )
+        if got is None and source in _REFUSED:
+            return Result.failed(
+                _REFUSED[source], details={"extract": spec.extract, "source": source}
             )
         if got is None:
             return Result.failed(
