@@ -334,3 +334,115 @@ def test_the_judges_own_time_limits_tell_starved_from_slow(
         if verdicts[c] is not None
     }
     assert {k: v[0] for k, v in seen.items()} == expected, seen
+
+
+_HONEST_F = (
+    "def f():\n    total = 0\n    for i in range(2_500_000):\n        total += i\n    return 1\n"
+)
+_SPIN_F = "def f():\n    while True:\n        pass\n"
+_CHILDREN_F = (
+    "import os\n\ndef f():\n    for _ in range(4):\n        if os.fork() == 0:\n"
+    "            while True:\n                pass\n    os.wait()\n"
+)
+_F_TESTS: dict[str, dict[str, Any]] = {
+    "assert": {
+        "kind": "assert",
+        "entry_point": "f",
+        "code": "def check(f):\n    assert f() == 1\n",
+    },
+    "call": {"kind": "call", "entry_point": "f", "cases": [{"args": [], "expected": 1}]},
+    "pytest": {
+        "kind": "pytest",
+        "files": {"test_f.py": "from solution import f\n\ndef test_f():\n    assert f() == 1\n"},
+    },
+    "collect": {  # the candidate runs while pytest collects the module
+        "kind": "pytest",
+        "files": {
+            "test_f.py": "from solution import f\nVALUE = f()\n\ndef test_f():\n    assert VALUE == 1\n"
+        },
+    },
+    "fixture": {
+        "kind": "pytest",
+        "files": {
+            "test_f.py": "import pytest\nfrom solution import f\n\n@pytest.fixture\ndef value():\n"
+            "    return f()\n\ndef test_f(value):\n    assert value == 1\n"
+        },
+    },
+}
+CANDIDATE_ROWS: dict[str, tuple[str, str, str | None, str | None]] = {
+    # id: (tests, the candidate's module, verdict quiet, verdict under load)
+    "assert-honest": ("assert", _HONEST_F, None, "starved"),
+    "call-honest": ("call", _HONEST_F, None, "starved"),
+    "pytest-honest": ("pytest", _HONEST_F, None, "starved"),
+    "collect-honest": ("collect", _HONEST_F, None, "starved"),
+    "fixture-honest": ("fixture", _HONEST_F, None, "starved"),
+    "import-honest": ("assert", _HONEST_F + "f()\n", None, "starved"),
+    "assert-spin": ("assert", _SPIN_F, "fail", "fail"),
+    "call-spin": ("call", _SPIN_F, "fail", "fail"),
+    "collect-spin": ("collect", _SPIN_F, "fail", "fail"),
+    "fixture-spin": ("fixture", _SPIN_F, "fail", "fail"),
+    "import-spin": ("assert", "while True:\n    pass\n", "fail", "fail"),
+    "import-spin-pytest": ("pytest", "while True:\n    pass\n", "fail", "fail"),
+    "spinner-children": ("assert", _CHILDREN_F, "fail", "fail"),
+    "sleep-forever": ("assert", "import time\n\ndef f():\n    time.sleep(60)\n", "fail", "fail"),
+    "import-sleep": ("assert", "import time\ntime.sleep(60)\n", "fail", "fail"),
+    "fixture-sleep": ("fixture", "import time\n\ndef f():\n    time.sleep(60)\n", "fail", "fail"),
+    "nice-spin": (
+        "assert",
+        "import os\n\ndef f():\n    os.nice(19)\n    while True:\n        pass\n",
+        "fail",
+        "fail",
+    ),
+    "import-churn": (
+        "assert",
+        next(r["program"] for r in ROWS if r["id"] == "churn-sigign")
+        + "\ndef f():\n    return 1\n",
+        "fail",
+        "fail",
+    ),
+}
+"""The Python candidate's own limits in the judge (per call, per import, pytest collection and
+fixtures, the total) ask the runner's rule too, over a window from the step's start: an honest
+candidate of about 0.15 CPU-s under a 1 s limit, starved by the CPU hogs, passes within the
+grace or abstains, and a candidate that loops, sleeps, churns or lowers itself fails."""
+
+
+def _candidate_rows(condition: int) -> list[dict[str, Any]]:
+    spec = {"language": "python", "timeout_s": 2, "test_timeout_s": 1}
+    return [
+        {
+            "id": name,
+            "completion": f"```python\n{module}```\n",
+            "task": {"verifier": "code.tests", "spec": {**spec, "tests": _F_TESTS[tests]}},
+        }
+        for name, (tests, module, *verdicts) in CANDIDATE_ROWS.items()
+        if verdicts[condition] is not None
+    ]
+
+
+def test_the_python_candidates_limits_tell_starved_from_slow(
+    new_provider: Any, cpu_hogs: None
+) -> None:
+    seen = {}
+    for condition in (0, 1):
+        if condition:
+            _signal_hogs(signal.SIGCONT)
+        try:
+            retries = 0 if condition else 2
+            rows = _candidate_rows(condition)
+            results = score_rows(
+                new_provider(pool_size=1), rows, retries=retries, retry_backoff_s=0.05
+            )
+        finally:
+            _signal_hogs(signal.SIGSTOP)
+        for r in results:
+            detail = r.error.kind if r.error else r.details.get("starved_step")
+            seen[(r.id, condition)] = (_verdict(r.status, detail), r.status, detail)
+    expected = {
+        (name, c): verdicts[c]
+        for name, (_, _, *verdicts) in CANDIDATE_ROWS.items()
+        for c in (0, 1)
+        if verdicts[c] is not None
+    }
+    print(json.dumps({f"{k[0]}/{k[1]}": v for k, v in seen.items()}))
+    assert {k: v[0] for k, v in seen.items()} == expected, seen
