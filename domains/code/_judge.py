@@ -76,6 +76,10 @@ class Judge:
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         if kind == "D":
+            # Every done line carries the evidence of a step whose clock ran out while the
+            # machine starved it (the host abstains on it), whichever run found it.
+            if "starved" not in payload:
+                payload = self._starved(payload, None)
             # The last line: the candidate is done with, and reaped so that its CPU counts.
             self.cand.kill()
             me = resource.getrusage(resource.RUSAGE_SELF)

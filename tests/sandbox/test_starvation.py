@@ -377,26 +377,32 @@ CANDIDATE_ROWS: dict[str, tuple[str, str, str | None, str | None]] = {
     "collect-honest": ("collect", _HONEST_F, None, "starved"),
     "fixture-honest": ("fixture", _HONEST_F, None, "starved"),
     "import-honest": ("assert", _HONEST_F + "f()\n", None, "starved"),
-    "assert-spin": ("assert", _SPIN_F, "fail", "fail"),
-    "call-spin": ("call", _SPIN_F, "fail", "fail"),
-    "collect-spin": ("collect", _SPIN_F, "fail", "fail"),
-    "fixture-spin": ("fixture", _SPIN_F, "fail", "fail"),
-    "import-spin": ("assert", "while True:\n    pass\n", "fail", "fail"),
-    "import-spin-pytest": ("pytest", "while True:\n    pass\n", "fail", "fail"),
-    "spinner-children": ("assert", _CHILDREN_F, "fail", "fail"),
-    "sleep-forever": ("assert", "import time\n\ndef f():\n    time.sleep(60)\n", "fail", "fail"),
-    "import-sleep": ("assert", "import time\ntime.sleep(60)\n", "fail", "fail"),
-    "fixture-sleep": ("fixture", "import time\n\ndef f():\n    time.sleep(60)\n", "fail", "fail"),
-    "nice-spin": (
-        "assert",
-        "import os\n\ndef f():\n    os.nice(19)\n    while True:\n        pass\n",
-        "fail",
-        "fail",
-    ),
+    "assert-spin": ("assert", _SPIN_F, "fail", "spun"),
+    "call-spin": ("call", _SPIN_F, "fail", "spun"),
+    "collect-spin": ("collect", _SPIN_F, "fail", "spun"),
+    "fixture-spin": ("fixture", _SPIN_F, "fail", "spun"),
+    "import-spin": ("assert", "while True:\n    pass\n", "fail", "spun"),
+    "import-spin-pytest": ("pytest", "while True:\n    pass\n", "fail", "spun"),
+    "spinner-children": ("assert", _CHILDREN_F, "fail", "spun"),
     "import-churn": (
         "assert",
         next(r["program"] for r in ROWS if r["id"] == "churn-sigign")
         + "\ndef f():\n    return 1\n",
+        "fail",
+        "spun",
+    ),
+    "sleep-forever": ("assert", "import time\n\ndef f():\n    time.sleep(60)\n", "fail", "fail"),
+    "import-sleep": ("assert", "import time\ntime.sleep(60)\n", "fail", "fail"),
+    "fixture-sleep": ("fixture", "import time\n\ndef f():\n    time.sleep(60)\n", "fail", "fail"),
+    "collect-blocked": (
+        "collect",
+        "import os\n\ndef f():\n    r, w = os.pipe()\n    os.read(r, 1)\n",
+        "fail",
+        "fail",
+    ),
+    "nice-spin": (
+        "assert",
+        "import os\n\ndef f():\n    os.nice(19)\n    while True:\n        pass\n",
         "fail",
         "fail",
     ),
@@ -404,7 +410,11 @@ CANDIDATE_ROWS: dict[str, tuple[str, str, str | None, str | None]] = {
 """The Python candidate's own limits in the judge (per call, per import, pytest collection and
 fixtures, the total) ask the runner's rule too, over a window from the step's start: an honest
 candidate of about 0.15 CPU-s under a 1 s limit, starved by the CPU hogs, passes within the
-grace or abstains, and a candidate that loops, sleeps, churns or lowers itself fails."""
+grace or abstains (``starved``), never fails; a candidate that sleeps, blocks or lowers itself
+fails, quiet and under load. A spinning one fails on a quiet machine; under load (``spun``) it
+fails, or abstains only with the evidence that it was starved and had not used its limit in
+CPU: the rule cannot tell it from an honest step that needs more of the CPU it is denied (the
+runner's own ``spin`` row is the same), and it never passes."""
 
 
 def _candidate_rows(condition: int) -> list[dict[str, Any]]:
@@ -437,7 +447,12 @@ def test_the_python_candidates_limits_tell_starved_from_slow(
             _signal_hogs(signal.SIGSTOP)
         for r in results:
             detail = r.error.kind if r.error else r.details.get("starved_step")
-            seen[(r.id, condition)] = (_verdict(r.status, detail), r.status, detail)
+            verdict = _verdict(r.status, detail)
+            if CANDIDATE_ROWS[r.id][3] == "spun" and condition and r.status != "pass":
+                message = r.error.message if r.error else ""
+                if verdict == "fail" or "starved of CPU by machine load" in message:
+                    verdict = "spun"
+            seen[(r.id, condition)] = (verdict, r.status, detail, r.error and r.error.message)
     expected = {
         (name, c): verdicts[c]
         for name, (_, _, *verdicts) in CANDIDATE_ROWS.items()
