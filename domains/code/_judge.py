@@ -106,6 +106,17 @@ class Judge:
             found = self.cand.starved
         return {**payload, "starved": found} if found is not None else payload
 
+    def abandon(self, evidence: dict[str, Any]) -> None:
+        """End the run on a step the machine starved through its grace (or to the exec end):
+        its score is no score (the host abstains on the evidence), so the judge says so at
+        once, before anything else runs. Under that starvation the rest of the run (later
+        tests, pytest's own wrap-up) could outlast the exec's limit, and the runner's kill
+        would leave no done line: the model's 0."""
+        if self.starved is None:
+            self.starved = evidence
+        self.emit("D", {"abandoned": True})
+        os._exit(0)
+
     @property
     def deadline(self) -> float:
         """The tests' total deadline as it stands (a starved run's moves on)."""
@@ -115,8 +126,8 @@ class Judge:
         """Start the next test under its own clock; False once the total limit is reached
         for good (asked of the starvation rule first: a starved run goes on)."""
         if self.total.expired():
-            if self.starved is None:
-                self.starved = self.total.starved
+            if self.total.starved is not None:
+                self.abandon(self.total.starved)
             return False
         self.step = Clock(self.test_timeout, self.end)
         self.cand.clocks = [self.total, self.step]
@@ -1229,6 +1240,7 @@ def _judge_main(harness: str) -> int:
     judge = Judge(job, out_fd, cand)
     cand.load_timeout = judge.test_timeout
     cand.end = judge.end
+    cand.on_starved = judge.abandon
     cand.clocks = [judge.total]
     judge.emit("R", {"dumpable_off": dumpable_off, "python": sys.version.split()[0]})
     if open_dirs:

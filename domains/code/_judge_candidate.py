@@ -510,7 +510,7 @@ class _Sink:
         return data.decode("utf-8", "replace")
 
 
-END_MARGIN_S = 1.0
+END_MARGIN_S = 1.5
 """Seconds before its exec's wall limit by which the judge stops extending a starved step, so
 that it still writes its done line (with the evidence: an abstain) before the runner's kill."""
 
@@ -664,6 +664,8 @@ class Candidate:
         """The load's clock ends by then too (see :func:`exec_end`)."""
         self.starved: dict[str, Any] | None = None
         """The evidence of the first step whose clock ran out while the machine starved it."""
+        self.on_starved: Callable[[dict[str, Any]], None] | None = None
+        """Called with that evidence at once (the judge ends the run: ``Judge.abandon``)."""
         self.fault: dict[str, Any] | None = None
         """Set when the candidate failed to load, died, timed out or broke the protocol since
         the current test started: that test fails whatever its code caught."""
@@ -859,6 +861,8 @@ class Candidate:
             if clock.expired(now):
                 if self.starved is None:
                     self.starved = clock.starved
+                if clock.starved is not None and self.on_starved is not None:
+                    self.on_starved(clock.starved)
                 return None
         return self._deadline()
 

@@ -195,6 +195,15 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 f"the code judge did not start in the sandbox (exit {res.returncode}, "
                 f"timed_out={res.timed_out}): {stderr}"
             )
+        if done is not None and done.get("abandoned") and isinstance(done.get("starved"), dict):
+            # The judge ended the run on a step the machine starved through its grace: no
+            # score stands on it (the engine abstains on ``starved_step``).
+            starved = Result.failed(
+                "A test step was starved of CPU by machine load through its grace; the run "
+                "was ended there and is not scored.",
+                details={"kind": tests.kind, "finished": False, "judge": ready},
+            )
+            return _with_starvation(starved, done)
         if done is not None and done.get("spec_error"):
             raise BadInput(printable(f"code.tests spec: {done['spec_error']}"))
         if done is not None and done.get("infra_error"):

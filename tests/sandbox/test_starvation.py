@@ -461,3 +461,45 @@ def test_the_python_candidates_limits_tell_starved_from_slow(
     }
     print(json.dumps({f"{k[0]}/{k[1]}": v for k, v in seen.items()}))
     assert {k: v[0] for k, v in seen.items()} == expected, seen
+
+
+_LONG_F = (
+    "def f():\n    total = 0\n    for i in range(25_000_000):\n        total += i\n    return 1\n"
+)
+LATE_SPEC = {"language": "python", "timeout_s": 4, "test_timeout_s": 4}
+"""A 4 s limit: the judge's exec has 4 + 5 s, so a starved step's grace (4 x 4 s) lies past
+it, and the judge must stop at its exec end (9 s less END_MARGIN_S from its start)."""
+
+
+@pytest.mark.parametrize("tests", ["assert", "pytest"])
+def test_a_step_starved_past_its_exec_limit_abstains_before_the_runner_kills_it(
+    new_provider: Any, cpu_hogs: None, tests: str
+) -> None:
+    """An honest candidate of about 1.5 CPU-s, starved by the hogs, reaches the judge's exec
+    end still starved: the judge reports it (the host abstains) and ends before the runner's
+    wall limit, where the runner would kill it (no done line: a 0) unless its own window over
+    the whole job also found it starved. Never a fail; a pass only if the load let it finish."""
+    import time
+
+    row = {
+        "id": f"late-{tests}",
+        "completion": f"```python\n{_LONG_F}```\n",
+        "task": {"verifier": "code.tests", "spec": {**LATE_SPEC, "tests": _F_TESTS[tests]}},
+    }
+    _signal_hogs(signal.SIGCONT)
+    try:
+        started = time.monotonic()
+        (result,) = score_rows(new_provider(pool_size=1), [row], retries=0)
+        took = time.monotonic() - started
+    finally:
+        _signal_hogs(signal.SIGSTOP)
+    message = result.error.message if result.error else ""
+    print("\nLATE", result.status, took, message, json.dumps(result.details)[:1500])
+    assert result.status in ("pass", "error"), (result.status, result.feedback)
+    if result.status == "error":
+        assert result.error is not None and result.error.kind == "infra", result.error
+        # The judge's own evidence (its done line), not the runner's kill at its backstop.
+        assert message.startswith("1 timed step(s) in a sandbox job ran out of wall time"), message
+        # The job's wall time: the step's grace alone would run to 16 s; the exec's limit is 9 s.
+        wall = result.details["resources"]["wall_s"]
+        assert wall < 9, wall
