@@ -201,7 +201,15 @@ class CodeTests(Verifier[CodeTestsSpec]):
             starved = Result.failed(
                 "A test step was starved of CPU by machine load through its grace; the run "
                 "was ended there and is not scored.",
-                details={"kind": tests.kind, "finished": False, "judge": ready},
+                components={"tests_passed": 0.0},
+                details={
+                    "kind": tests.kind,
+                    "language": lang.name,
+                    "passed": 0,
+                    "expected": expected_n,
+                    "finished": False,
+                    "judge": ready,
+                },
             )
             return _with_starvation(starved, done)
         if done is not None and done.get("spec_error"):
