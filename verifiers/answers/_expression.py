@@ -39,8 +39,9 @@ what a reader sees is not the plain number."""
 WINDOW = 80
 """Characters read either side of the number (the decision is local, so linear overall)."""
 
-_OPERATOR_CHARS = frozenset("+-*/^!×·⋅∙∗÷√∛∜|_<>≤≥∞=")
-"""A number next to one of these is an operand (``=`` only after it: "x = 5" states 5)."""
+_OPERATOR_CHARS = frozenset("+-*/^!×·⋅∙∗÷√∛∜|_<>≤≥∞=‰‱&")
+"""A number next to one of these is an operand (``=`` only after it: "x = 5" states 5;
+``‰`` and ``‱`` are per mille and per ten thousand, not percent; ``&`` joins two)."""
 
 _RELATIONS = frozenset("=≈≃")
 _RELATION_COMMANDS = frozenset(("approx", "simeq", "sim"))
@@ -215,7 +216,8 @@ def _tail_ok(tail: str, matched: str) -> bool:
     n = len(tail)
     while pos < n:
         ch = tail[pos]
-        if ch in " \t~$}":
+        if ch in " \t~${}" or (ch == "," and tail.startswith("\\", pos + 1)):
+            # spaces, braces, and "\," (a thin space, read as "," by the normaliser)
             attached = False
             pos += 1
             continue
@@ -278,7 +280,7 @@ def _tail_ok(tail: str, matched: str) -> bool:
     if letters.lower() in _VARIABLES:
         return False  # "2 x", "3 n": a coefficient, not a unit
     if letters.lower() in _OPERATOR_WORDS:
-        after = rest[len(letters) :].lstrip()
+        after = rest[len(letters) :].lstrip(" \t}$~")
         if after[:3].lower() == "by ":
             after = after[3:].lstrip()
         if after[:1].isdigit() or after[:1] in "+-(\\.":

@@ -102,7 +102,7 @@ _OVERRIDES = ("\u202d", "\u202e")
 number a reader sees is not the one the text holds, so no number is read from such text."""
 
 _ALTERNATIVES = re.compile(
-    r",|;|\bor\b|\band/or\b|\b(?:maybe|perhaps|possibly|probably)\b|\\lor|\\vee|\\pm|±|\\mp|\\neq|≠|\bto\b|\d\s*[-–—]\s*\d",
+    r",|;|&|\bor\b|\band\b|\band/or\b|\b(?:maybe|perhaps|possibly|probably)\b|\\lor|\\vee|\\pm|±|\\mp|\\neq|≠|\bto\b|\d\s*[-–—]\s*\d",
     re.IGNORECASE,
 )
 
