@@ -48,8 +48,8 @@ sys.dont_write_bytecode = True  # no __pycache__ beside the driver (a flag would
 
 # the job cgroup's OOM-kill counter: the sandbox runner's own function, shipped beside this
 # file by the host (``_forkbatch.py``: ``rule_source`` cuts it from sandbox/_runner.py), so
-# there is one definition of it
-from _forkrules import _oom_kills  # noqa: E402
+# there is one definition of it (only in the job: the type checker cannot see it)
+from _forkrules import _oom_kills  # type: ignore[import-not-found]  # noqa: E402
 
 _SERVER_FILES = {"project.godot", "_harness.gd", "_vfork.gdnlib"}
 _LEFT = ("_report_a.json", "_report_b.json", "_state0.tscn", "_state1.tscn")
