@@ -33,6 +33,14 @@ Prints one JSON line; the table in docs/benchmarks/render.md comes from it. Usag
     python benchmarks/render.py --ab 3 [--scenes 30] [--backend local|docker]
         [--old-images DIR]  # interleaved old/new path
 
+``--split N`` runs N warm scenes on each backend, one after the other (local, docker, local,
+docker), and prints per scene, by role, CPU seconds split into user and system time and the
+page faults: ``jobs`` (the job cgroups' accounts: local, the runners' cgroups, whose children
+are the jobs; docker, the containers' cgroups less their long-lived processes), ``sandbox``
+(the runners, zygotes and launchers that live through the run, from ``/proc``) and ``host``
+(this process). Faults count the same however loaded the machine is; CPU does not quite
+(cache and SMT contention), so the backends alternate.
+
 ``--phases N`` profiles a warm scene instead (one runner, N scenes one after the other, the
 first two not counted): it runs the verifier's own two sessions with a copy of
 ``_worker.py`` that records, at each step, the job's CPU seconds (``getrusage``) and its
@@ -401,6 +409,153 @@ async def run_phases(n: int, backend: str) -> dict[str, Any]:
     return out
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_usage(pid: int) -> tuple[float, float, int] | None:
+    """(user s, system s, minor + major faults) of one live process, from ``/proc``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    rest = stat[stat.rindex(")") + 2 :].split()
+    return int(rest[11]) / _TICK, int(rest[12]) / _TICK, int(rest[7]) + int(rest[9])
+
+
+def _flat(path: Path) -> dict[str, int]:
+    """A cgroup ``key value`` file as a dict ({} when unreadable)."""
+    try:
+        return {k: int(v) for k, v in (line.split() for line in path.read_text().splitlines())}
+    except (OSError, ValueError):
+        return {}
+
+
+def _cgroup_usage(cpu_dir: Path, memory_dir: Path) -> tuple[float, float, int]:
+    """(user s, system s, faults) of a cgroup and its children, dead tasks included (v1
+    ``cpuacct.stat`` and ``memory.stat``'s ``total_pgfault``, or v2 ``cpu.stat`` and
+    ``memory.stat``'s ``pgfault``)."""
+    v1 = _flat(cpu_dir / "cpuacct.stat")
+    memory = _flat(memory_dir / "memory.stat")
+    if v1:
+        faults = memory.get("total_pgfault", 0) + memory.get("total_pgmajfault", 0)
+        return v1.get("user", 0) / _TICK, v1.get("system", 0) / _TICK, faults
+    v2 = _flat(cpu_dir / "cpu.stat")
+    faults = memory.get("pgfault", 0) + memory.get("pgmajfault", 0)
+    return v2.get("user_usec", 0) / 1e6, v2.get("system_usec", 0) / 1e6, faults
+
+
+def _descendants(pid: int) -> list[int]:
+    found, pending = [], [pid]
+    while pending:
+        parent = pending.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+            kids = [
+                int(k)
+                for t in tasks
+                for k in Path(f"/proc/{parent}/task/{t}/children").read_text().split()
+            ]
+        except OSError:
+            continue
+        found += kids
+        pending += kids
+    return found
+
+
+def _split_snapshot(provider: Any, backend: str) -> dict[str, Any]:
+    """Usage so far of the host, the sandbox's live processes and the jobs' cgroups."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    groups: list[tuple[Path, Path]] = []
+    if backend == "docker":
+        pids: list[int] = []
+        for cid in provider.container_ids():
+            v1 = Path(f"/sys/fs/cgroup/cpuacct/docker/{cid}")
+            if v1.is_dir():
+                groups.append((v1, Path(f"/sys/fs/cgroup/memory/docker/{cid}")))
+            else:
+                scope = Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope")
+                groups.append((scope, scope))
+            procs = (groups[-1][0] / "cgroup.procs").read_text().split()
+            pids += [int(p) for p in procs]
+    else:
+        pids = _descendants(os.getpid())
+        for slot in provider._pool._slots.values():
+            for handle in [*slot.idle, *slot.busy]:
+                dirs = handle.cgroup.dirs if handle.cgroup is not None else {}
+                cpu = dirs.get("cpuacct", dirs.get("unified"))
+                if cpu:
+                    groups.append((Path(cpu), Path(dirs.get("memory", cpu))))
+    cgroup = [0.0, 0.0, 0]
+    for cpu_dir, memory_dir in groups:
+        for i, value in enumerate(_cgroup_usage(cpu_dir, memory_dir)):
+            cgroup[i] += value
+    procs = {pid: usage for pid in pids if (usage := _proc_usage(pid)) is not None}
+    return {
+        "host": (me.ru_utime, me.ru_stime, me.ru_minflt + me.ru_majflt),
+        "procs": procs,
+        "cgroup": cgroup,
+        "in_cgroup": backend == "docker",
+    }
+
+
+def _split_delta(before: dict[str, Any], after: dict[str, Any], n: int) -> dict[str, Any]:
+    """Per scene, by role: ``[user s, system s, faults]``."""
+    sandbox = [0.0, 0.0, 0]
+    for pid, usage in after["procs"].items():
+        if pid in before["procs"]:  # lived through the run: a runner, zygote or launcher
+            for i in range(3):
+                sandbox[i] += usage[i] - before["procs"][pid][i]
+    jobs = [after["cgroup"][i] - before["cgroup"][i] for i in range(3)]
+    if after["in_cgroup"]:  # docker: the container's cgroup holds the runner and zygote too
+        jobs = [jobs[i] - sandbox[i] for i in range(3)]
+    host = [after["host"][i] - before["host"][i] for i in range(3)]
+    out = {}
+    for role, usage in (("jobs", jobs), ("sandbox", sandbox), ("host", host)):
+        out[role] = {"user": usage[0] / n, "sys": usage[1] / n, "faults": usage[2] / n}
+    out["all_in"] = {k: sum(out[r][k] for r in ("jobs", "sandbox", "host")) for k in out["host"]}
+    return {
+        role: {k: round(v, 4 if k != "faults" else 1) for k, v in d.items()}
+        for role, d in out.items()
+    }
+
+
+async def run_split(
+    scenes: list[str], backend: str, workers: int, in_flight: int
+) -> dict[str, Any]:
+    """Warm scenes as :func:`run_warm` runs them, with the CPU split of :func:`_split_delta`."""
+    verifier = BlenderRender()
+    provider = _provider(backend, workers)
+    spec = RenderSpec.model_validate(SPEC)
+    sem = asyncio.Semaphore(in_flight)
+
+    async def one(script: str) -> str:
+        async with sem:
+            traj = Trajectory(
+                completion=f"```python\n{script}```", task={"verifier": "render.blender"}
+            )
+            ctx = VerifierContext(
+                deadline=time.monotonic() + 300, base_dir=Path("."), sandboxes=provider
+            )
+            return (await verifier.verify(traj, spec, ctx)).status
+
+    try:
+        await asyncio.gather(*(one(scenes[0]) for _ in range(workers)))
+        before = _split_snapshot(provider, backend)
+        started = time.perf_counter()
+        statuses = await asyncio.gather(*(one(s) for s in scenes))
+        total = time.perf_counter() - started
+        after = _split_snapshot(provider, backend)
+    finally:
+        await verifier.close()
+        await provider.close()
+    return {
+        "backend": backend,
+        "passed": statuses.count("pass"),
+        "scenes_per_s": round(len(scenes) / total, 3),
+        **_split_delta(before, after, len(scenes)),
+    }
+
+
 def _warm_cpu(warm: dict[str, Any]) -> float:
     """All CPU a warm scene cost: the host's plus the containers' (docker: jobs, runners and
     zygote forks) or, locally, the jobs', the runners' and the zygotes'."""
@@ -466,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--phases", type=int, default=0, help="profile N warm scenes instead")
     parser.add_argument(
+        "--split", type=int, default=0, help="N warm scenes per backend: CPU user/sys, faults"
+    )
+    parser.add_argument(
         "--ab", type=int, default=0, help="N interleaved rounds of the old and new path"
     )
     parser.add_argument(
@@ -476,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     in_flight = args.in_flight or 2 * args.workers
-    scenes = [make_scene(seed) for seed in range(args.scenes)]
+    scenes = [make_scene(seed) for seed in range(max(args.scenes, args.split))]
     if args.ab:
         ab = asyncio.run(
             run_ab(args.ab, scenes, args.workers, in_flight, args.backend, args.old_images)
@@ -492,6 +650,13 @@ def main(argv: list[str] | None = None) -> int:
             "load_avg": [round(x, 2) for x in os.getloadavg()],
         }
         print(json.dumps(record), flush=True)
+        return 0
+    if args.split:
+        rows = []
+        for backend in ("local", "docker", "local", "docker"):
+            split = asyncio.run(run_split(scenes[: args.split], backend, args.workers, in_flight))
+            rows.append({**split, "load_avg": [round(x, 2) for x in os.getloadavg()]})
+        print(json.dumps({"benchmark": "render-split", "scenes": args.split, "runs": rows}))
         return 0
     if args.phases:
         phases = asyncio.run(run_phases(args.phases, args.backend))

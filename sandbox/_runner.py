@@ -731,6 +731,14 @@ class Runner:
         """Account files of a cgroup that holds every job of this runner (Docker: the
         container's), used where the job has no cgroup CPU account of its own."""
         self.jobs_started = 0
+        self.cgroups_made = 0
+        self.cgroup_reserve: list[list[str]] = []
+        """Job cgroups made ahead (at most one set; see :meth:`cgroup_upkeep`)."""
+        self.cgroup_graveyard: list[str] = []
+        """Job cgroups emptied and waiting for their ``rmdir`` (see :meth:`cgroup_upkeep`)."""
+        self.spares: dict[socket.socket, list[str]] = {}
+        """Per zygote socket (plain or warm): the cgroup dirs its spare job process has
+        joined ahead of the next job (``[]`` where jobs get no cgroup); see :meth:`_spawn_fast`."""
         self.job_cgroup: list[str] = []
         """The running job's own cgroups (one per hierarchy), empty between jobs."""
         self.scratch_baseline = self._scratch_snapshot()
@@ -764,6 +772,16 @@ class Runner:
             and _SETRESUID >= 0
         )
         """Whether non-python jobs may start through a :class:`_Launcher` (``posix_spawn``)."""
+        self.spare_ok = (
+            bool(config.get("spare", True))
+            and self.is_root
+            and self.job_uid != 0
+            and self.starvation_report() in ("cgroup", "container")
+        )
+        """Whether zygotes keep a spare job process forked (and joined to the next job's
+        cgroups) ahead of the next job (see :meth:`_spawn_fast`). Only where the spare is told
+        apart from jobs by uid (a root runner) and the job's CPU has an account of its own
+        (never the pid count, which a spare forked earlier would confuse)."""
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -1123,57 +1141,119 @@ class Runner:
             return "container"
         return "pids" if self.private_pids else "none"
 
-    def job_cgroups(self, limits: dict[str, Any]) -> list[str]:
+    def job_cgroups(self, limits: dict[str, Any], made: list[str] | None = None) -> list[str]:
         """Make this job's own cgroups (one per hierarchy) with its memory and pids limits;
         the job child joins them before it runs anything (``limits["cgroup_procs"]``).
+        ``made``: cgroups made ahead of the job (a zygote's spare sits in them), given the
+        job's limits here.
 
         Memory then counts every process of the job together (``RLIMIT_AS`` is per process:
         20 forked children could hold 20 times the limit), with the tmpfs pages it writes.
         """
         self.jobs_started += 1
-        made: list[str] = []
         if not self.cgroup_dirs:
-            return made
-        memory = str(int(limits.get("memory_mb", 512)) << 20)
-        pids = str(int(limits.get("pids", 64)))
-        name = f"job{self.jobs_started}"
+            return []
+        if made is None and self.cgroup_reserve:
+            made = self.cgroup_reserve.pop()
         try:
-            for kind, parent in self.cgroup_dirs.items():
-                path = os.path.join(parent, name)
-                os.mkdir(path)
-                made.append(path)
-                if self.cgroup_version == 2:
-                    _cg_write(path, "memory.max", memory)
-                    _cg_write(path, "memory.swap.max", "0", optional=True)
-                    _cg_write(path, "pids.max", pids)
-                elif kind == "memory":
-                    _cg_write(path, "memory.limit_in_bytes", memory)
-                    _cg_write(path, "memory.memsw.limit_in_bytes", memory, optional=True)
-                    _cg_write(path, "memory.swappiness", "0", optional=True)
-                elif kind == "pids":
-                    _cg_write(path, "pids.max", pids)
+            if made is None:
+                made = self.make_cgroups(limits)
+            else:
+                self._cgroup_limits(made, limits)
         except OSError as exc:
-            self.release_job_cgroups(made)
+            self.release_job_cgroups(made or [])
             raise RequestError("runner", f"cannot make the job's cgroup: {exc}") from None
         limits["cgroup_procs"] = [os.path.join(p, "cgroup.procs") for p in made]
         limits["cgroup_memory"] = self.cgroup_version == 2 or "memory" in self.cgroup_dirs
         return made
 
-    def release_job_cgroups(self, made: list[str]) -> tuple[bool, int]:
+    def make_cgroups(self, limits: dict[str, Any]) -> list[str]:
+        """A new job cgroup per hierarchy, with ``limits``; [] where jobs get none.
+
+        Raises:
+            OSError: one could not be made (those made are removed).
+        """
+        made: list[str] = []
+        if not self.cgroup_dirs:
+            return made
+        self.cgroups_made += 1
+        name = f"job{self.cgroups_made}"
+        try:
+            for parent in self.cgroup_dirs.values():
+                path = os.path.join(parent, name)
+                os.mkdir(path)
+                made.append(path)
+            self._cgroup_limits(made, limits)
+        except OSError:
+            self.release_job_cgroups(made)
+            raise
+        return made
+
+    def _cgroup_limits(self, made: list[str], limits: dict[str, Any]) -> None:
+        """Write the job's memory and pids limits into its cgroups."""
+        memory = str(int(limits.get("memory_mb", 512)) << 20)
+        pids = str(int(limits.get("pids", 64)))
+        kinds = list(self.cgroup_dirs)  # ``made`` holds one per hierarchy, in this order
+        for index, path in enumerate(made):
+            kind = kinds[index]
+            if self.cgroup_version == 2:
+                _cg_write(path, "memory.max", memory)
+                _cg_write(path, "memory.swap.max", "0", optional=True)
+                _cg_write(path, "pids.max", pids)
+            elif kind == "memory":
+                try:
+                    _cg_write(path, "memory.limit_in_bytes", memory)
+                    _cg_write(path, "memory.memsw.limit_in_bytes", memory, optional=True)
+                except OSError:  # raising a cgroup's limits: memory+swap may not be below
+                    _cg_write(path, "memory.memsw.limit_in_bytes", memory, optional=True)
+                    _cg_write(path, "memory.limit_in_bytes", memory)
+                _cg_write(path, "memory.swappiness", "0", optional=True)
+            elif kind == "pids":
+                _cg_write(path, "pids.max", pids)
+
+    def cgroup_upkeep(self, limits: dict[str, Any]) -> None:
+        """While a job runs: remove the cgroups of jobs before it and make the next job's.
+
+        Every ``mkdir`` and ``rmdir`` of a cgroup takes the kernel's global cgroup lock, and
+        a cgroup-v1 join holds that lock for an RCU grace period (~10 ms): on a host whose
+        other runners (or spares) join cgroups all the time, one of them on a job's path
+        waited that long now and then (measured: 0.17 ms, spikes of 12-42 ms). Here they wait,
+        if at all, while the job runs. A cgroup that cannot be removed (a process in it, which
+        only this runner could have put there) taints the runner.
+        """
+        graveyard, self.cgroup_graveyard = self.cgroup_graveyard, []
+        for path in graveyard:
+            try:
+                os.rmdir(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                self.tainted = self.tainted or f"a job cgroup could not be removed: {exc}"
+        if self.cgroup_dirs and not self.cgroup_reserve:
+            try:
+                self.cgroup_reserve.append(self.make_cgroups(limits))
+            except OSError:
+                pass  # made on demand then, as without a reserve
+
+    def release_job_cgroups(self, made: list[str], *, later: bool = False) -> tuple[bool, int]:
         """Kill whatever is still in the job's cgroups and remove them: (OOM-killed, how many
-        cgroups could not be removed)."""
+        cgroups could not be removed). ``later``: once empty, removed by the next
+        :meth:`cgroup_upkeep` instead (off the host's wait for this job's reply)."""
         oom = False
         stuck = 0
         for path in made:
             for events in ("memory.events", "memory.oom_control"):
                 count = _cg_counter(os.path.join(path, events), "oom_kill")
                 oom = oom or count > 0
-            self._kill_until_gone(
+            left = self._kill_until_gone(
                 functools.partial(_cg_members, path),
                 rounds=200,
                 pause=0.005,
                 kill_all=functools.partial(_cg_write, path, "cgroup.kill", "1", optional=True),
             )
+            if later and not left:
+                self.cgroup_graveyard.append(path)
+                continue
             try:
                 os.rmdir(path)
             except FileNotFoundError:
@@ -1200,9 +1280,14 @@ class Runner:
         stdin_data = unb64(request["stdin"]) if request.get("stdin") else b""
         # Before the job's clock starts: a new warm zygote's preload is the runner's time.
         warm = self.warm_zygote(request.get("preload")) if "preload" in request else None
+        fast = self.fast_python(argv, env)  # depends on argv, PATH and PYTHON* only
+        # The zygote the job should fork from: its spare (if any) already sits in cgroups
+        # made for this job, which the job then gets (with its limits).
+        route = (warm.sock if warm is not None else self.zygote) if fast else None
+        spare = self.spares.pop(route, None) if route is not None else None
 
         oom_before = _oom_kills()
-        job_cgroups = self.job_cgroup = self.job_cgroups(limits)
+        job_cgroups = self.job_cgroup = self.job_cgroups(limits, spare or None)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -1219,7 +1304,6 @@ class Runner:
         env["VERIFIERS_JOB_CPU"] = self.job_view(window.account) or (
             "pids" if window.pid_check else ""
         )
-        fast = self.fast_python(argv, env)
         job = _Job(argv, env, cwd, limits, timeout, (in_r, out_w, err_w))
         pid = self._spawn_fast(fast, job, warm) if fast and warm is not None else 0
         via = warm.sock if pid and warm is not None else None
@@ -1241,13 +1325,14 @@ class Runner:
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         window.job_started(pid)
+        self.cgroup_upkeep(limits)
         deadline = started + timeout
         result = self._supervise(
             pid, stdin_data, in_w, out_r, err_r, deadline, output_cap, via, window
         )
         duration = time.monotonic() - started
         self.job_cgroup = []
-        cgroup_oom, cgroup_left = self.release_job_cgroups(job_cgroups)
+        cgroup_oom, cgroup_left = self.release_job_cgroups(job_cgroups, later=True)
         result["leftover"] = max(0, int(result["leftover"])) + cgroup_left
         status, usage = result["status"], result["usage"]
         if os.WIFSIGNALED(status):
@@ -1305,8 +1390,21 @@ class Runner:
         if not data:
             os.close(spec_w)
             spec_w = -1
+        # With a spare: the cgroups this job joins (the zygote hands the job to its spare
+        # only when the spare sits in exactly these) and those the next spare joins.
+        message, ahead = b"F", None
+        if self.spare_ok:
+            try:
+                reserve = self.cgroup_reserve
+                ahead = reserve.pop() if reserve else self.make_cgroups(job.limits)
+            except OSError:
+                ahead = None  # no spare this time; the job itself is unaffected
+            if ahead is not None:
+                now = list(job.limits.get("cgroup_procs") or ())
+                after = [os.path.join(p, "cgroup.procs") for p in ahead]
+                message += json.dumps({"now": now, "next": after}).encode("utf-8")
         try:
-            socket.send_fds(sock, [b"F"], [*job.stdio, spec_r])
+            socket.send_fds(sock, [message], [*job.stdio, spec_r])
             reply = _recv_exact(sock, 4)
         except OSError:
             reply = b""
@@ -1314,9 +1412,15 @@ class Runner:
         if len(reply) != 4:
             if spec_w >= 0:
                 os.close(spec_w)
+            if ahead:
+                self.release_job_cgroups(ahead)
+            self.release_spare(sock)
             if warm is None:
                 self.zygote = None  # fall back to fork+exec from now on
             return 0
+        if ahead is not None:
+            self.release_spare(sock)  # a stale entry (the spare was not used): gone now
+            self.spares[sock] = ahead
         (pid,) = struct.unpack(">i", reply)
         if spec_w >= 0:  # a spec larger than the pipe buffer: the rest now
             try:
@@ -1326,6 +1430,13 @@ class Runner:
             finally:
                 os.close(spec_w)
         return int(pid)
+
+    def release_spare(self, sock: socket.socket) -> None:
+        """Forget the spare of the zygote at ``sock``: remove its cgroups (killing it, if it
+        is still in them; a zygote forks afresh when its spare is gone)."""
+        made = self.spares.pop(sock, None)
+        if made:
+            self.release_job_cgroups(made)
 
     def _enter_job(self, job: _Job, base_vm: int = 0) -> None:
         """In the forked child: new session, job stdio only, rlimits, job uid, work dir.
@@ -1350,6 +1461,8 @@ class Runner:
             pass
         _set_rlimits(self.rlimits(job.limits, job.timeout, base_vm))
         for procs in job.limits.get("cgroup_procs") or ():
+            if str(procs) in _JOINED:
+                continue  # a spare: joined before the job was handed to it
             with open(str(procs), "w") as handle:  # joins the job's own cgroup
                 handle.write(str(os.getpid()))
         if self.seccomp is not None and not self.seccomp.install():
@@ -1673,6 +1786,7 @@ class Runner:
         for digest, known in list(self.warm.items()):
             if known is warm:
                 del self.warm[digest]
+        self.release_spare(warm.sock)
         warm.sock.close()
         try:
             os.kill(warm.pid, signal.SIGKILL)
@@ -1731,24 +1845,72 @@ class Runner:
         import types  # noqa: F401
         import zlib  # noqa: F401  (a job that unpacks a precompiled program, as code.tests')
 
+        spare: _Spare | None = None
         while True:
-            message, fds, _, _ = socket.recv_fds(sock, 16, 8)
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
             if message == b"P" and len(fds) == 2 and not warm:
+                if spare is not None:  # reaped here, never by _fork_warm's sweep of the gone
+                    spare = spare.drop() or None
                 self._fork_warm(sock, fds[0], fds[1])
                 continue
-            if message != b"F" or len(fds) != 4:
+            if message[:1] != b"F" or len(fds) != 4:
                 return
-            pid = os.fork()
+            plan = json.loads(message[1:]) if len(message) > 1 else {}
+            pid = 0
+            if spare is not None:  # the job goes to the spare when it sits in its cgroups
+                pid = spare.hand_over(fds) if spare.procs == plan.get("now") else spare.drop()
+                spare = None
             if pid == 0:
-                sock.close()
-                self._fast_child(*fds)
+                pid = os.fork()
+                if pid == 0:
+                    sock.close()
+                    self._fast_child(*fds)
             for fd in fds:
                 os.close(fd)
             sock.sendall(struct.pack(">i", pid))
+            if plan.get("next") is not None:  # forked after the job's fds are closed here
+                spare = self._fork_spare(sock, [str(p) for p in plan["next"]])
             _, status, usage = os.wait4(pid, 0)
             sock.sendall(
                 _ZYGOTE_DONE.pack(status, usage.ru_utime, usage.ru_stime, float(usage.ru_maxrss))
             )
+
+    def _fork_spare(self, sock: socket.socket, procs: list[str]) -> _Spare | None:
+        """In a zygote: fork the next job's process now, while the current job runs.
+
+        Joining a cgroup-v1 memory cgroup waits an RCU grace period (9-13 ms of wall time
+        per job, measured; twice per render scene) and the fork itself copies the zygote's
+        page tables: a spare does both ahead of the job, off its clock. It is a fork of the
+        zygote like any job child, made after the current job's fds were closed here, so it
+        holds nothing of any job; it joins ``procs`` (cgroups made for the next job, whose
+        limits the runner writes before that job starts), says ``R``, and waits for a job's
+        four fds (:meth:`_Spare.hand_over`), then runs it exactly as :meth:`_fast_child`.
+        It never runs anything else: EOF, a join that fails, or anything unexpected ends
+        it, and the zygote forks the job afresh."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:
+            try:
+                sock.close()
+                ours.close()
+                for path in procs:
+                    with open(path, "w") as handle:
+                        handle.write(str(os.getpid()))
+                    _JOINED.add(path)
+                theirs.sendall(b"R")
+                message, fds, _, _ = socket.recv_fds(theirs, 16, 8)
+                theirs.close()
+                if message == b"G" and len(fds) == 4:
+                    self._fast_child(*fds)  # never returns
+            finally:
+                os._exit(1)
+        theirs.close()
+        return _Spare(pid, ours, procs)
 
     def _fast_child(self, in_r: int, out_w: int, err_w: int, spec_r: int) -> None:
         code = 1
@@ -2199,6 +2361,45 @@ class _WarmZygote:
     def __init__(self, sock: socket.socket, pid: int) -> None:
         self.sock = sock
         self.pid = pid
+
+
+class _Spare:
+    """A zygote's spare job process (see :meth:`Runner._fork_spare`), on the zygote's side."""
+
+    def __init__(self, pid: int, sock: socket.socket, procs: list[str]) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.procs = procs
+        """The ``cgroup.procs`` files it joins (the job it may take must have these)."""
+
+    def hand_over(self, fds: list[int]) -> int:
+        """Give it a job's four fds; its pid, or 0 when it is gone or not ready in time
+        (killed and reaped then: the zygote forks the job afresh)."""
+        try:
+            ready, _, _ = select.select([self.sock], [], [], _SPARE_READY_S)
+            if ready and self.sock.recv(1) == b"R":
+                socket.send_fds(self.sock, [b"G"], fds)
+                self.sock.close()
+                return self.pid
+        except OSError:
+            pass
+        return self.drop()
+
+    def drop(self) -> int:
+        """Kill and reap it (a job never went to it); always 0."""
+        self.sock.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:  # ChildProcessError included: already reaped
+            pass
+        return 0
+
+
+_SPARE_READY_S = 5.0
+"""How long a zygote waits for its spare to have joined its cgroups before forking afresh."""
+_JOINED: set[str] = set()
+"""In a spare: the ``cgroup.procs`` files it joined before its job came (not joined again)."""
 
 
 @dataclasses.dataclass

@@ -151,3 +151,134 @@ def test_memory_over_all_processes_is_the_models_fail_with_the_limit_named() -> 
     [result] = verifiers.score([item], sandbox="local", retries=0, base_dir=REPO / "datasets")
     assert result.status == "fail" and result.reward == 0.0, result
     assert result.details["resources"]["limit_hit"] == ["memory"], result.details
+
+
+AGE_AND_PLACE = textwrap.dedent(
+    """
+    import json, os, time
+    hz = os.sysconf("SC_CLK_TCK")
+    with open("/proc/self/stat") as fh:
+        started = int(fh.read().rsplit(")", 1)[1].split()[19]) / hz
+    with open("/proc/uptime") as fh:
+        age = float(fh.read().split()[0]) - started
+    cgroups = open("/proc/self/cgroup").read().splitlines()
+    print(json.dumps({"age": age, "pid": os.getpid(), "uid": os.getuid(),
+                      "fds": sorted(int(n) for n in os.listdir("/proc/self/fd")),
+                      "cgroups": cgroups}))
+    time.sleep(1.5)  # the host reads the job cgroup's limits meanwhile
+    """
+)
+"""A fast-path job reports how long its process has existed, where it sits and what it has."""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        found += [int(k) for k in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return found
+
+
+def _zygote_spares(provider: LocalProvider) -> list[int]:
+    """Host pids of the root-owned children of each runner's zygote (its spare, between jobs):
+    runner tree ``bwrap > bwrap (init) > runner > zygote``."""
+    found = []
+    for slot in provider._pool._slots.values():
+        for handle in [*slot.idle, *slot.busy]:
+            for init in _children(handle.process.pid):
+                for runner in _children(init):
+                    zygote = min(_children(runner))  # forked first, before any launcher
+                    for kid in _children(zygote):
+                        uid = Path(f"/proc/{kid}/status").read_text().split("Uid:")[1].split()
+                        if uid[0] == "0":
+                            found.append(kid)
+    return found
+
+
+def test_fast_jobs_start_from_a_spare_already_in_their_own_limited_cgroup() -> None:
+    """The zygote forks the next job's process while a job runs, and it joins cgroups made
+    for the next job then (a cgroup-v1 join waits an RCU grace period): the job starts from
+    it, in a cgroup of its own with its own limits, holding nothing of the job before (fds
+    0-2 only) and under the job uid. With the spare killed, the next job is forked afresh
+    and gets the same."""
+    version, _ = _require_delegation()
+
+    async def main() -> tuple[list[Any], list[dict[str, str]], list[int]]:
+        provider = LocalProvider(SandboxSettings(local_isolation="bwrap", pool_size=1))
+        try:
+            runs, limits, killed = [], [], []
+            async with provider.session("python", memory_mb=96, pids=24, timeout_s=20) as sb:
+                for i in range(4):
+                    if i == 3:  # the fallback: no spare, a fresh fork
+                        killed = _zygote_spares(provider)
+                        for pid in killed:
+                            os.kill(pid, 9)
+                    await asyncio.sleep(0.5)
+                    running = asyncio.ensure_future(sb.exec(["python3", "-c", AGE_AND_PLACE]))
+                    seen: dict[str, str] = {}
+                    while not running.done() and len(seen) < 2:
+                        await asyncio.sleep(0.2)
+                        seen = _job_limits()
+                    runs.append(await running)
+                    limits.append(seen)
+            return runs, limits, killed
+        finally:
+            await provider.close()
+
+    runs, limits, killed = asyncio.run(main())
+    assert all(run.ok for run in runs), runs
+    seen = [json.loads(run.text().splitlines()[0]) for run in runs]
+    # The first job has no spare yet; the next two start from one forked a job earlier
+    # (the host paused 0.5 s in between), the last (its spare killed) from a fresh fork.
+    ages = [round(s["age"], 2) for s in seen]
+    assert ages[0] < 0.4 and ages[1] >= 0.45 and ages[2] >= 0.45 and ages[3] < 0.4, ages
+    assert len(killed) == 1, killed
+    leaves = []
+    for report in seen:
+        assert report["fds"] == [0, 1, 2, 3], report  # 3: the listing itself
+        assert report["uid"] != 0, report
+        paths = {line.split(":", 2)[2] for line in report["cgroups"] if ":memory:" in line}
+        if version == 2:
+            paths = {line.split(":", 2)[2] for line in report["cgroups"]}
+        [leaf] = paths
+        assert leaf.rsplit("/", 1)[-1].startswith("job"), report
+        leaves.append(leaf)
+    assert len(set(leaves)) == 4, leaves  # a cgroup of its own for each job
+    for seen_limits in limits:
+        memory = seen_limits.get("memory.max", seen_limits.get("memory.limit_in_bytes"))
+        assert memory == str(96 << 20) and seen_limits.get("pids.max") == "24", limits
+
+
+def test_finished_jobs_cgroups_are_removed_while_the_next_job_runs() -> None:
+    """A finished job's cgroups are emptied at once and removed during the next job (their
+    ``rmdir`` takes the kernel's cgroup lock, which joins elsewhere hold for an RCU grace
+    period); the next job's are made then too. However many jobs ran, a runner holds at
+    most three sets: the last job's (until the next job), a reserve and its spare's."""
+    _require_delegation()
+    parents = list(_v1_parents().values()) or [p for p in [_v2_parent()] if p]
+
+    def job_dirs() -> list[str]:
+        return [
+            path
+            for parent in parents
+            for path in glob.glob(os.path.join(parent, f"verifiers-{os.getpid()}-*", "job*"))
+        ]
+
+    async def main() -> list[int]:
+        provider = LocalProvider(SandboxSettings(local_isolation="bwrap", pool_size=1))
+        counts = []
+        try:
+            async with provider.session("python", memory_mb=96, pids=24, timeout_s=20) as sb:
+                for code in ["pass"] * 8 + ["import os; os.fork(); os.fork()"] * 4:
+                    run = await sb.exec(["python3", "-c", code])
+                    assert run.ok, run
+                    counts.append(len(job_dirs()))
+                run = await sb.exec(["/bin/sh", "-c", "true"])  # the launcher's path too
+                counts.append(len(job_dirs()))
+        finally:
+            await provider.close()
+        counts.append(len(job_dirs()))
+        return counts
+
+    counts = asyncio.run(main())
+    per_job = len(_v1_parents()) or 1  # a job's cgroup per v1 hierarchy, or one v2 cgroup
+    assert max(counts[:-1]) <= 3 * per_job and counts[-1] == 0, counts
