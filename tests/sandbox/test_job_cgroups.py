@@ -33,16 +33,41 @@ WHERE_AM_I = ["/bin/sh", "-c", "cat /proc/self/cgroup; sleep 4"]
 """The job shows which cgroups it is in; while it sleeps the test reads their limits."""
 
 
-def _job_limits() -> dict[str, str]:
-    """The limit files of the job cgroups of this process's runners, read on the host."""
-    parents = list(_v1_parents().values()) or [p for p in [_v2_parent()] if p]
+def _parents() -> list[str]:
+    return list(_v1_parents().values()) or [p for p in [_v2_parent()] if p]
+
+
+def _runner_groups() -> set[str]:
+    """The cgroups of every runner this test process has (one per runner and hierarchy).
+
+    Runners of earlier tests in the same process may still be warm, each with a spare's and
+    a reserve's job cgroups made ahead (with the limits of the jobs they last saw): a test
+    looks only at the runners it started (those not in its snapshot from before)."""
+    return {
+        group
+        for parent in _parents()
+        for group in glob.glob(os.path.join(parent, f"verifiers-{os.getpid()}-*"))
+    }
+
+
+def _job_dirs(before: set[str]) -> list[str]:
+    """The job cgroups of the runners started since ``before`` (:func:`_runner_groups`)."""
+    return [
+        job
+        for group in sorted(_runner_groups() - before)
+        for job in glob.glob(os.path.join(group, "job*"))
+    ]
+
+
+def _job_limits(before: set[str]) -> dict[str, str]:
+    """The limit files of the job cgroups of the runners started since ``before``, read on
+    the host."""
     found: dict[str, str] = {}
-    for parent in parents:
-        for job in glob.glob(os.path.join(parent, f"verifiers-{os.getpid()}-*", "job*")):
-            for name in ("memory.max", "memory.limit_in_bytes", "pids.max"):
-                path = os.path.join(job, name)
-                if os.path.exists(path):
-                    found[name] = Path(path).read_text().strip()
+    for job in _job_dirs(before):
+        for name in ("memory.max", "memory.limit_in_bytes", "pids.max"):
+            path = os.path.join(job, name)
+            if os.path.exists(path):
+                found[name] = Path(path).read_text().strip()
     return found
 
 
@@ -98,6 +123,7 @@ def _require_delegation() -> tuple[int, tuple[str, ...]]:
 
 def test_each_job_runs_in_its_own_limited_cgroup_and_a_fork_bomb_is_contained() -> None:
     version, _ = _require_delegation()
+    before = _runner_groups()
 
     async def main() -> list[Any]:
         provider = LocalProvider(SandboxSettings(local_isolation="bwrap", pool_size=1))
@@ -106,7 +132,7 @@ def test_each_job_runs_in_its_own_limited_cgroup_and_a_fork_bomb_is_contained() 
                 running = asyncio.ensure_future(sb.exec(WHERE_AM_I))
                 seen: dict[str, str] = {}
                 while not running.done() and len(seen) < 2:
-                    seen = _job_limits()
+                    seen = _job_limits(before)
                     await asyncio.sleep(0.1)
                 where = await running
                 bomb = await sb.exec(["python3", "-c", FORK_BOMB])
@@ -201,6 +227,7 @@ def test_fast_jobs_start_from_a_spare_already_in_their_own_limited_cgroup() -> N
     0-2 only) and under the job uid. With the spare killed, the next job is forked afresh
     and gets the same."""
     version, _ = _require_delegation()
+    before = _runner_groups()
 
     async def main() -> tuple[list[Any], list[dict[str, str]], list[int]]:
         provider = LocalProvider(SandboxSettings(local_isolation="bwrap", pool_size=1))
@@ -217,7 +244,7 @@ def test_fast_jobs_start_from_a_spare_already_in_their_own_limited_cgroup() -> N
                     seen: dict[str, str] = {}
                     while not running.done() and len(seen) < 2:
                         await asyncio.sleep(0.2)
-                        seen = _job_limits()
+                        seen = _job_limits(before)
                     runs.append(await running)
                     limits.append(seen)
             return runs, limits, killed
@@ -254,14 +281,7 @@ def test_finished_jobs_cgroups_are_removed_while_the_next_job_runs() -> None:
     period); the next job's are made then too. However many jobs ran, a runner holds at
     most three sets: the last job's (until the next job), a reserve and its spare's."""
     _require_delegation()
-    parents = list(_v1_parents().values()) or [p for p in [_v2_parent()] if p]
-
-    def job_dirs() -> list[str]:
-        return [
-            path
-            for parent in parents
-            for path in glob.glob(os.path.join(parent, f"verifiers-{os.getpid()}-*", "job*"))
-        ]
+    before = _runner_groups()
 
     async def main() -> list[int]:
         provider = LocalProvider(SandboxSettings(local_isolation="bwrap", pool_size=1))
@@ -271,12 +291,12 @@ def test_finished_jobs_cgroups_are_removed_while_the_next_job_runs() -> None:
                 for code in ["pass"] * 8 + ["import os; os.fork(); os.fork()"] * 4:
                     run = await sb.exec(["python3", "-c", code])
                     assert run.ok, run
-                    counts.append(len(job_dirs()))
+                    counts.append(len(_job_dirs(before)))
                 run = await sb.exec(["/bin/sh", "-c", "true"])  # the launcher's path too
-                counts.append(len(job_dirs()))
+                counts.append(len(_job_dirs(before)))
         finally:
             await provider.close()
-        counts.append(len(job_dirs()))
+        counts.append(len(_job_dirs(before)))
         return counts
 
     counts = asyncio.run(main())
