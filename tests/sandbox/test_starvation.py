@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -414,9 +415,10 @@ grace or abstains (``starved``), never fails; a candidate that sleeps, blocks or
 fails, quiet and under load. A spinning one (``spun``) fails, or abstains only with the
 evidence that it was starved and had not used its limit in CPU: the rule cannot tell it from an
 honest step that needs more of the CPU it is denied (the runner's own ``spin`` row is the
-same), and it never passes. On a truly quiet machine it fails; this shared machine's outside
-load is real load (4 spinning children of a 1 s limit abstained "quiet" at load 7-15, all three
-tries), so "quiet" cannot be asked to be fail for them."""
+same), and it never passes. On a quiet machine (other processes used under a quarter of the
+CPU in the second before) it must fail; on a shared machine outside load is real load (4
+spinning children of a 1 s limit abstained "quiet" at load 7-15, all three tries), so there a
+"quiet" abstain with that evidence is accepted."""
 
 
 def _candidate_rows(condition: int) -> list[dict[str, Any]]:
@@ -432,13 +434,35 @@ def _candidate_rows(condition: int) -> list[dict[str, Any]]:
     ]
 
 
+def _outside_busy(seconds: float = 1.0) -> float:
+    """Share of the machine's CPU that other processes used over ``seconds`` (``/proc/stat``)."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    busy0, total0 = sample()
+    time.sleep(seconds)
+    busy1, total1 = sample()
+    return (busy1 - busy0) / max(1, total1 - total0)
+
+
 def test_the_python_candidates_limits_tell_starved_from_slow(
     new_provider: Any, cpu_hogs: None
 ) -> None:
     seen = {}
+    quiet_machine = False
     for condition in (0, 1):
         if condition:
             _signal_hogs(signal.SIGCONT)
+        else:
+            # A spinning candidate may abstain "quiet" only when the machine is not: on a
+            # shared machine other processes' load is real starvation. When nothing else runs
+            # (CI, a developer's idle box) it must fail, so a rule that calls every spinner
+            # starved cannot pass this test there.
+            quiet_machine = _outside_busy() < 0.25
         try:
             retries = 0 if condition else 2
             rows = _candidate_rows(condition)
@@ -450,7 +474,10 @@ def test_the_python_candidates_limits_tell_starved_from_slow(
         for r in results:
             detail = r.error.kind if r.error else r.details.get("starved_step")
             verdict = _verdict(r.status, detail)
-            if CANDIDATE_ROWS[r.id][2 + condition] == "spun" and r.status != "pass":
+            spun = CANDIDATE_ROWS[r.id][2 + condition] == "spun"
+            if spun and not condition and quiet_machine:
+                verdict = "spun" if verdict == "fail" else verdict
+            elif spun and r.status != "pass":
                 message = r.error.message if r.error else ""
                 if verdict == "fail" or "starved of CPU by machine load" in message:
                     verdict = "spun"
