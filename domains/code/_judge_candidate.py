@@ -616,6 +616,9 @@ class Clock:
         if end is not None:
             self.deadline = min(self.deadline, end)
         self.patience = Patience(limit, end)
+        self.over = False
+        """Reached for good: asked no more (a step that outran its limit fed stays timed out,
+        whatever a later window would say; the workspace runner's later calls ask it too)."""
 
     @property
     def starved(self) -> dict[str, Any] | None:
@@ -623,10 +626,13 @@ class Clock:
 
     def expired(self, now: float | None = None) -> bool:
         """Whether the limit is reached for good (a starved step's deadline moves on)."""
+        if self.over:
+            return True
         now = time.monotonic() if now is None else now
         while now >= self.deadline:
             later = self.patience.more()
             if later is None:
+                self.over = True
                 return True
             self.deadline = later
         return False
