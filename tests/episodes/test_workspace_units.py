@@ -179,18 +179,25 @@ def test_the_shipped_candidate_package_has_what_it_imports(tmp_path: Path) -> No
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
     probe = (
-        "import os, sys\n"
+        "import sys\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "import _vj._judge_candidate as jc\n"
         "clock = jc.Clock(0.0, jc.exec_end(5.0))\n"
-        "counted = bool(os.environ['VERIFIERS_JOB_CPU'])\n"
+        "counted = sys.argv[2] == 'counted'\n"
         "assert (clock.patience.window is not None) == counted\n"
         "assert clock.expired()\n"  # no grace past a zero limit, starved or not
         "print('ok')\n"
     )
-    for counting in ("pids", ""):
+    for counting in ("pids", ""):  # the runner's two ways: count pids, or no account
         out = subprocess.run(
-            [sys.executable, "-I", "-c", probe, str(tmp_path / RESERVED_DIR)],
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                probe,
+                str(tmp_path / RESERVED_DIR),
+                "counted" if counting else "-",
+            ],
             env={**os.environ, "VERIFIERS_JOB_CPU": counting},
             capture_output=True,
             text=True,
