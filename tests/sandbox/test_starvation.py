@@ -532,3 +532,45 @@ def test_a_step_starved_past_its_exec_limit_abstains_before_the_runner_kills_it(
         # The job's wall time: the step's grace alone would run to 16 s; the exec's limit is 9 s.
         wall = result.details["resources"]["wall_s"]
         assert wall < 9, wall
+
+
+def test_a_workspace_run_starved_past_its_limit_abstains_never_scores_0(
+    new_provider: Any, cpu_hogs: None
+) -> None:
+    """``code.workspace``'s trusted runner keeps its run's limit by the same rule as the code
+    judge (``Clock`` over ``_vj``): an honest project call of about 1.5 CPU-s, starved by the
+    hogs past the run's 4 s limit, runs on to the exec end and is reported starved (the host
+    abstains), before the sandbox's kill at its wall limit. Never a fail (the model's 0); a
+    pass only if the load let it finish."""
+    import time
+
+    row = {
+        "id": "late-workspace",
+        "completion": json.dumps({"calc.py": _LONG_F}),
+        "task": {
+            "verifier": "code.workspace",
+            "spec": {
+                "files": {"calc.py": "def f():\n    return 0\n"},
+                "tests": {
+                    "tests/test_calc.py": "from calc import f\n\ndef test_f():\n    assert f() == 1\n"
+                },
+                "timeout_s": 4,
+            },
+        },
+    }
+    _signal_hogs(signal.SIGCONT)
+    try:
+        started = time.monotonic()
+        (result,) = score_rows(new_provider(pool_size=1), [row], retries=0)
+        took = time.monotonic() - started
+    finally:
+        _signal_hogs(signal.SIGSTOP)
+    message = result.error.message if result.error else ""
+    print("\nLATE-WS", result.status, took, message, json.dumps(result.details)[:1500])
+    assert result.status in ("pass", "error"), (result.status, result.feedback)
+    if result.status == "error":
+        assert result.error is not None and result.error.kind == "infra", result.error
+        # The runner's own evidence (its verdict line), not the sandbox's kill at its backstop.
+        assert message.startswith("1 timed step(s) in a sandbox job ran out of wall time"), message
+        wall = result.details["resources"]["wall_s"]
+        assert wall < 9, wall  # the run's exec limit: at most 4 + 5 s
