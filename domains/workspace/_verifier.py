@@ -24,13 +24,13 @@ import re
 import secrets
 import time
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 from verifiers.domains.code import compare_output
 from verifiers.domains.code._verifier import _with_starvation
 from verifiers.sandbox import Limits, Sandbox
-from verifiers.sandbox._runner import rule_source
 
 from verifiers.context import VerifierContext
 from verifiers.errors import BadInput, InfraError, InvalidOutput
@@ -47,23 +47,33 @@ __all__ = ["Workspace", "prepare", "snapshot", "static_test_ids"]
 
 _HERE = Path(__file__).parent
 _CODE = _HERE.parent / "code"
-# The trusted runner, the project process's server and root, and code.tests' candidate
-# machinery they share (shipped as the package ``_vj``, with what it imports: the codec and
-# the starvation rule, the sandbox runner's own source as the code judge ships it): written
-# read-only to .verifiers/.
-_RUNNER_FILES: dict[str, str] = {
-    f"{RESERVED_DIR}/{dest}": src.read_text(encoding="utf-8")
-    for dest, src in {
-        "_pytest_run.py": _HERE / "_pytest_run.py",
-        "_project_server.py": _HERE / "_project_server.py",
-        "_project_root.py": _HERE / "_project_root.py",
-        "_vj/_judge_codec.py": _CODE / "_judge_codec.py",
-        "_vj/_judge_candidate.py": _CODE / "_judge_candidate.py",
-    }.items()
-}
-_RUNNER_FILES[f"{RESERVED_DIR}/_vj/_judge_starvation.py"] = rule_source()
-_RUNNER_FILES[f"{RESERVED_DIR}/_vj/__init__.py"] = ""
-_RUNNER_FILES[f"{RESERVED_DIR}/{HELPER_MODULE}.py"] = HELPER_SOURCE
+
+
+@cache
+def runner_files() -> dict[str, str]:
+    """The trusted runner, the project process's server and root, and code.tests' candidate
+    machinery they share (shipped as the package ``_vj``, with what it imports: the codec and
+    the starvation rule, the sandbox runner's own source as the code judge ships it), written
+    read-only to ``.verifiers/``. Built on first use: cutting the rule from the runner's file
+    parses it, which ``import verifiers.domains.workspace`` should not pay."""
+    from verifiers.sandbox._runner import rule_source
+
+    files = {
+        f"{RESERVED_DIR}/{dest}": src.read_text(encoding="utf-8")
+        for dest, src in {
+            "_pytest_run.py": _HERE / "_pytest_run.py",
+            "_project_server.py": _HERE / "_project_server.py",
+            "_project_root.py": _HERE / "_project_root.py",
+            "_vj/_judge_codec.py": _CODE / "_judge_codec.py",
+            "_vj/_judge_candidate.py": _CODE / "_judge_candidate.py",
+        }.items()
+    }
+    files[f"{RESERVED_DIR}/_vj/_judge_starvation.py"] = rule_source()
+    files[f"{RESERVED_DIR}/_vj/__init__.py"] = ""
+    files[f"{RESERVED_DIR}/{HELPER_MODULE}.py"] = HELPER_SOURCE
+    return files
+
+
 _STARTUP_S = 10.0
 _SNAPSHOT_BYTES = 32 << 20
 
@@ -334,7 +344,7 @@ class Workspace(Verifier[WorkspaceSpec]):
                 await sb.write_files(
                     {
                         **{p: t for p, t in hardened.items() if not p.endswith(".py")},
-                        **_RUNNER_FILES,
+                        **runner_files(),
                     },
                     readonly=True,
                 )

@@ -162,19 +162,20 @@ def test_the_shipped_candidate_package_has_what_it_imports(tmp_path: Path) -> No
     import sys
 
     from verifiers.domains.workspace._tree import RESERVED_DIR
-    from verifiers.domains.workspace._verifier import _RUNNER_FILES
+    from verifiers.domains.workspace._verifier import runner_files
 
+    files = runner_files()
     package = f"{RESERVED_DIR}/_vj/"
-    shipped = {Path(p).stem for p in _RUNNER_FILES if p.startswith(package)}
+    shipped = {Path(p).stem for p in files if p.startswith(package)}
     for name in sorted(shipped - {"__init__"}):
-        tree = ast.parse(_RUNNER_FILES[f"{package}{name}.py"])
+        tree = ast.parse(files[f"{package}{name}.py"])
         wanted = {
             node.module
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
         }
         assert not wanted - shipped, (name, sorted(wanted - shipped))
-    for path, text in _RUNNER_FILES.items():
+    for path, text in files.items():
         dest = tmp_path / path
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
