@@ -536,6 +536,9 @@ class CpuWindow:
         self.forks = _total_forks() if self.pid_check else None
         self.delay_before: dict[str, float] = {}
         """Run delay per task (``pid/tid``) before the window, for :meth:`already`."""
+        self.cpu_before: dict[int, tuple[str, float]] = {}
+        """CPU seconds per process (by pid, with its start time) before the window, for
+        :meth:`already`: a judge's own start-up (pytest's import) is not its step's CPU."""
         self.first_pid = 0
         """The job's first process (set by :meth:`job_started`); pids before it are not the
         job's: its tasks can only get later ones."""
@@ -549,10 +552,22 @@ class CpuWindow:
 
     def already(self, members: list[int]) -> None:
         """Tasks that ran before the window (a judge that times one of its steps): only the
-        run delay they get from now on counts (``schedstat`` counts from a task's start)."""
+        run delay and CPU they get from now on count (``schedstat`` and ``stat`` count from a
+        task's start). Without this, the CPU a judge spent before a step (pytest's import)
+        made every starved step look fed."""
         for pid in members:
             for tid, delay in _task_delays(pid).items():
                 self.delay_before[tid] = delay
+            fields = _stat_fields(f"/proc/{pid}/stat")
+            if len(fields) > 19:
+                cpu = sum(int(v) for v in fields[11:15]) / _CLK_TCK
+                self.cpu_before[pid] = (fields[19], cpu)  # (start time, CPU so far)
+
+    def tasks_from_now(self) -> None:
+        """The job's tasks are the ones given out from now on (a judge's step whose processes
+        are already running): a pid given out since is one of its tasks, and must be live."""
+        last = _read_int("/proc/sys/kernel/ns_last_pid")
+        self.first_pid = -1 if last is None else last + 1
 
     @property
     def counting(self) -> str:
@@ -572,6 +587,8 @@ class CpuWindow:
             return False
         if forks - self.forks >= pid_max - _RESERVED_PIDS:
             return False  # the allocator may have wrapped past where it started
+        if last + 1 == self.first_pid:
+            return True  # no task given out since the window started (see tasks_from_now)
         given = pids_since(self.first_pid, last, pid_max)
         return not set(given) - _live_tids()
 
@@ -584,8 +601,10 @@ class CpuWindow:
         lowered = False
         for pid in members:
             fields = _stat_fields(f"/proc/{pid}/stat")
-            if len(fields) > 14:
-                cpu += sum(int(v) for v in fields[11:15]) / _CLK_TCK  # utime..cstime
+            if len(fields) > 19:
+                own = sum(int(v) for v in fields[11:15]) / _CLK_TCK  # utime..cstime
+                start, before = self.cpu_before.get(pid, ("", 0.0))
+                cpu += max(0.0, own - before) if start == fields[19] else own
             lowered = lowered or _autogroup_nice(pid) > 0
             try:
                 tids = os.listdir(f"/proc/{pid}/task")

@@ -29,14 +29,17 @@ from ._judge_candidate import (
     Candidate,
     CandidateError,
     CandidateTimeout,
+    Clock,
     Remote,
     RemoteCallable,
     _candidate_main,
     _hands_off_installer,
     _RemoteModule,
     _Sink,
+    exec_end,
     python_env,
 )
+from ._judge_candidate import Patience as _Patience
 from ._judge_codec import CodecError, decode, encode
 from ._judge_record import JUDGE_FILE, line
 
@@ -57,8 +60,13 @@ class Judge:
         self.out_fd = out_fd
         self.cand = cand
         self.t0 = time.monotonic()
-        self.deadline = self.t0 + float(job.get("total_timeout_s", 30))
+        self.end = exec_end(job.get("exec_timeout_s"))
+        """Past this no step waits, starved or not (see ``exec_end``)."""
+        self.total = Clock(float(job.get("total_timeout_s", 30)), self.end)
+        """The tests' total limit (``timeout_s``), which asks the starvation rule too."""
         self.test_timeout = float(job.get("test_timeout_s", 10))
+        self.step: Clock | None = None
+        """The current test's own limit (``test_timeout_s``)."""
         self.text_cap = int(job.get("text_cap", 2000))
         self.build_s: float | None = None
         """Seconds from the judge's start to a built program (compiled languages)."""
@@ -68,6 +76,10 @@ class Judge:
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         if kind == "D":
+            # Every done line carries the evidence of a step whose clock ran out while the
+            # machine starved it (the host abstains on it), whichever run found it.
+            if "starved" not in payload:
+                payload = self._starved(payload, None)
             # The last line: the candidate is done with, and reaped so that its CPU counts.
             self.cand.kill()
             me = resource.getrusage(resource.RUSAGE_SELF)
@@ -90,16 +102,43 @@ class Judge:
         found = patience.starved if patience is not None else None
         if found is None:
             found = self.starved
+        if found is None:
+            found = self.cand.starved
         return {**payload, "starved": found} if found is not None else payload
 
+    def abandon(self, evidence: dict[str, Any]) -> None:
+        """End the run on a step the machine starved through its grace (or to the exec end):
+        its score is no score (the host abstains on the evidence), so the judge says so at
+        once, before anything else runs. Under that starvation the rest of the run (later
+        tests, pytest's own wrap-up) could outlast the exec's limit, and the runner's kill
+        would leave no done line: the model's 0."""
+        if self.starved is None:
+            self.starved = evidence
+        self.emit("D", {"abandoned": True})
+        os._exit(0)
+
+    @property
+    def deadline(self) -> float:
+        """The tests' total deadline as it stands (a starved run's moves on)."""
+        return self.total.deadline
+
     def start_test(self) -> bool:
-        now = time.monotonic()
-        if now >= self.deadline:
+        """Start the next test under its own clock; False once the total limit is reached
+        for good (asked of the starvation rule first: a starved run goes on)."""
+        if self.total.expired():
+            if self.total.starved is not None:
+                self.abandon(self.total.starved)
             return False
-        self.cand.deadline = min(self.deadline, now + self.test_timeout)
+        self.step = Clock(self.test_timeout, self.end)
+        self.cand.clocks = [self.total, self.step]
+        self.cand.deadline = None
         self.cand.last_call = None
         self.cand.fault = None
         return True
+
+    def _case_deadline(self) -> float:
+        """A program case's deadline: its test limit from now, within the total one."""
+        return min(self.deadline, time.monotonic() + self.test_timeout)
 
     def fault_record(self, name: str, **fields: Any) -> dict[str, Any] | None:
         """The failed record of a test during which the candidate died, hung or did not load.
@@ -333,7 +372,9 @@ class Judge:
         mem = None if prog.get("vm") else prog.get("compile_memory_bytes")
         compile_limit = float(prog.get("compile_timeout_s", 60))
         build_deadline = time.monotonic() + compile_limit
-        patience = _Patience(compile_limit)
+        if self.end is not None:
+            build_deadline = min(build_deadline, self.end)
+        patience = _Patience(compile_limit, self.end)
         for step in prog.get("compile", []):
             t = time.monotonic()
             if build_deadline <= t:  # an earlier step ran into the limit and finished after it
@@ -384,7 +425,8 @@ class Judge:
                 return False
         self.build_s = round(time.monotonic() - self.t0, 4)
         # The tests' own time (timeout_s) starts once the program is built.
-        self.deadline = time.monotonic() + float(self.job.get("total_timeout_s", 30))
+        self.total = Clock(float(self.job.get("total_timeout_s", 30)), self.end)
+        self.cand.clocks = [self.total]
         return True
 
     def run_program_call(self) -> None:
@@ -427,8 +469,8 @@ class Judge:
             buf = bytearray()
             seen = 0
             chatter = bytearray()
-            case_deadline = min(self.deadline, time.monotonic() + self.test_timeout)
-            patience = _Patience(case_deadline - time.monotonic())
+            case_deadline = self._case_deadline()
+            patience = _Patience(case_deadline - time.monotonic(), self.end)
             patience.started(proc.pid)
             ended: dict[str, Any] | None = None
             eof = False
@@ -487,8 +529,8 @@ class Judge:
                     if not self.start_test():
                         ended = {}
                         break
-                    case_deadline = min(self.deadline, time.monotonic() + self.test_timeout)
-                    patience = _Patience(case_deadline - time.monotonic())
+                    case_deadline = self._case_deadline()
+                    patience = _Patience(case_deadline - time.monotonic(), self.end)
                     patience.started(proc.pid)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -582,7 +624,7 @@ class Judge:
                     },
                 )
                 continue
-            timeout = max(0.01, (self.cand.deadline or self.deadline) - time.monotonic())
+            timeout = max(0.01, self._case_deadline() - time.monotonic())
             t = time.monotonic()
             proc = self._start(argv, mem, stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
             assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -594,7 +636,7 @@ class Judge:
             proc.stderr.close()
             feed_fd = os.dup(proc.stdin.fileno())
             proc.stdin.close()
-            patience = _Patience(timeout)
+            patience = _Patience(timeout, self.end)
             patience.started(proc.pid)
             timed_out = _communicate(
                 feed_fd, case.get("stdin", "").encode(), outs, t + timeout, patience
@@ -761,8 +803,11 @@ class Judge:
             "--tb=short",
             "--capture=sys",
         ]
-        # Collection needs a time limit too: module-level code may call the candidate.
-        self.cand.deadline = min(self.deadline, time.monotonic() + self.test_timeout)
+        # Collection needs a time limit too: module-level code may call the candidate. Its
+        # clock starts here: the judge's pytest import before it is not the step's time.
+        self.step = Clock(self.test_timeout, self.end)
+        self.cand.clocks = [self.total, self.step]
+        self.cand.deadline = None
         try:
             code = pytest.main(args, plugins=[plugin])
         except Exception as exc:
@@ -1068,64 +1113,6 @@ class _Shown:
         return self.text
 
 
-class _Patience:
-    """Whether a timed step (a build, an io case, a call-harness case) that reached its wall
-    time limit was starved of CPU by the machine, by the sandbox runner's own rule
-    (``CpuWindow``, shipped as ``_judge_starvation``) on the job's CPU account (the runner
-    names it in ``VERIFIERS_JOB_CPU``; none: never starved).
-
-    A starved step runs on, re-checked every quarter of its limit, until it is no longer
-    starved (then its timeout stands: the model's), finishes, uses its limit in CPU, or
-    reaches STARVE_GRACE times its limit: then ``starved`` holds the evidence, the judge
-    puts it on its ``D`` line and the host abstains (the engine's ``_raise_if_starved``).
-    A step that spins, sleeps or churns processes is not starved: its timeout is its fail.
-    """
-
-    def __init__(self, limit: float) -> None:
-        from ._judge_starvation import CpuWindow
-
-        counting = os.environ.get("VERIFIERS_JOB_CPU", "")
-        self.window = CpuWindow(
-            limit,
-            limit,
-            account="" if counting == "pids" else counting,
-            pid_check=counting == "pids",
-        )
-        self.window.already(_job_members())  # the judge's own wait before the step is not its
-        self.starved: dict[str, Any] | None = None
-
-    def started(self, pid: int) -> None:
-        """The step's first process: only pids from it on can be the step's tasks."""
-        if self.window.first_pid <= 0:
-            self.window.job_started(pid)
-
-    def more(self) -> float | None:
-        """At the step's deadline: a later deadline while it is starved, else None."""
-        verdict = self.window.verdict(_job_members())
-        now = time.monotonic()
-        if not verdict.pop("starved"):
-            return None
-        if now < self.window.cap:
-            return float(min(self.window.cap, now + self.window.step))
-        self.starved = verdict
-        return None
-
-
-def _job_members() -> list[int]:
-    """The job's processes: every process of this uid that the job's private PID namespace
-    shows (the runner only counts CPU this way where the namespace is private)."""
-    uid = os.getuid()
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    found.append(int(name))
-            except OSError:
-                continue
-    return found
-
-
 def _communicate(
     feed_fd: int,
     data: bytes,
@@ -1252,7 +1239,9 @@ def _judge_main(harness: str) -> int:
     cand.output_cap = int(job.get("output_cap", 64 << 10))
     judge = Judge(job, out_fd, cand)
     cand.load_timeout = judge.test_timeout
-    cand.total_deadline = judge.deadline
+    cand.end = judge.end
+    cand.on_starved = judge.abandon
+    cand.clocks = [judge.total]
     judge.emit("R", {"dumpable_off": dumpable_off, "python": sys.version.split()[0]})
     if open_dirs:
         cand.kill()

@@ -62,12 +62,23 @@ def _write_msg(fd: int, obj: Any) -> None:
         view = view[n:]
 
 
-def _wait(fd: int, write: bool, deadline: float | None, sinks: list[_Sink]) -> None:
-    """Block until ``fd`` is ready, draining ``sinks`` meanwhile; TimeoutError at ``deadline``."""
+def _wait(
+    fd: int,
+    write: bool,
+    deadline: float | None,
+    sinks: list[_Sink],
+    extend: Callable[[], float | None] | None = None,
+) -> None:
+    """Block until ``fd`` is ready, draining ``sinks`` meanwhile; TimeoutError at ``deadline``
+    unless ``extend`` (asked there) gives a later one (a starved step, see :class:`Clock`)."""
     while True:
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
-            raise TimeoutError
+            later = extend() if extend is not None else None
+            if later is None:
+                raise TimeoutError
+            deadline = later
+            continue
         live = [k.fd for k in sinks if k.fd >= 0]
         rd, wr, _ = select.select(
             [*live] if write else [fd, *live], [fd] if write else [], [], left
@@ -77,15 +88,19 @@ def _wait(fd: int, write: bool, deadline: float | None, sinks: list[_Sink]) -> N
                 k.pump()
         if fd in (wr if write else rd):
             return
-        if not rd and not wr:
-            raise TimeoutError
 
 
-def _read_exact(fd: int, n: int, deadline: float | None, sinks: list[_Sink] | None = None) -> bytes:
+def _read_exact(
+    fd: int,
+    n: int,
+    deadline: float | None,
+    sinks: list[_Sink] | None = None,
+    extend: Callable[[], float | None] | None = None,
+) -> bytes:
     chunks: list[bytes] = []
     while n > 0:
         if deadline is not None or sinks:
-            _wait(fd, False, deadline, sinks or [])
+            _wait(fd, False, deadline, sinks or [], extend)
         chunk = os.read(fd, min(n, 1 << 20))
         if not chunk:
             raise EOFError
@@ -94,11 +109,16 @@ def _read_exact(fd: int, n: int, deadline: float | None, sinks: list[_Sink] | No
     return b"".join(chunks)
 
 
-def _read_msg(fd: int, deadline: float | None, sinks: list[_Sink] | None = None) -> Any:
-    (size,) = struct.unpack(">I", _read_exact(fd, 4, deadline, sinks))
+def _read_msg(
+    fd: int,
+    deadline: float | None,
+    sinks: list[_Sink] | None = None,
+    extend: Callable[[], float | None] | None = None,
+) -> Any:
+    (size,) = struct.unpack(">I", _read_exact(fd, 4, deadline, sinks, extend))
     if size > MAX_MESSAGE:
         raise CodecError("message too large")
-    return json.loads(_read_exact(fd, size, deadline, sinks))
+    return json.loads(_read_exact(fd, size, deadline, sinks, extend))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,6 +510,134 @@ class _Sink:
         return data.decode("utf-8", "replace")
 
 
+END_MARGIN_S = 1.5
+"""Seconds before its exec's wall limit by which the judge stops extending a starved step, so
+that it still writes its done line (with the evidence: an abstain) before the runner's kill."""
+
+
+def exec_end(exec_timeout: Any) -> float | None:
+    """The monotonic time by which the judge stops waiting on a starved step: its exec's wall
+    limit (``exec_timeout_s`` in the job, counted from this process's start, which the
+    runner's clock started just before) less :data:`END_MARGIN_S`; None when not given.
+
+    A step extended past it would be killed with the judge by the runner (no done line, the
+    model's 0) unless the runner's own rule also found the whole job starved: so the judge
+    never waits past it, and a step still starved there is reported starved (an abstain)."""
+    if exec_timeout is None:
+        return None
+    age = 0.0
+    try:
+        with open("/proc/self/stat") as handle:
+            start = int(handle.read().rsplit(")", 1)[1].split()[19])
+        tick = float(os.sysconf("SC_CLK_TCK"))
+        age = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - start / tick)
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    return time.monotonic() - age + float(exec_timeout) - END_MARGIN_S
+
+
+def job_members() -> list[int]:
+    """The job's processes: every process of this uid that the job's private PID namespace
+    shows (the runner only counts CPU this way where the namespace is private)."""
+    uid = os.getuid()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+class Patience:
+    """Whether a timed step that reached its wall time limit was starved of CPU by the
+    machine, by the sandbox runner's own rule (``CpuWindow``, shipped as
+    ``_judge_starvation``: one definition) on the job's CPU account (the runner names it in
+    ``VERIFIERS_JOB_CPU``; none: never starved), over a window from the step's start (the CPU,
+    run delay and tasks the job had before the step are not the step's).
+
+    A starved step runs on, re-checked every quarter of its limit, until it is no longer
+    starved (then its timeout stands: the model's), finishes, uses its limit in CPU, or
+    reaches STARVE_GRACE times its limit or ``end`` (:func:`exec_end`), whichever is first:
+    then ``starved`` holds the evidence, the judge puts it on its ``D`` line and the host
+    abstains (the engine's ``_raise_if_starved``). A step that spins, sleeps or churns
+    processes is not starved: its timeout is its fail.
+    """
+
+    def __init__(self, limit: float, end: float | None = None) -> None:
+        self.starved: dict[str, Any] | None = None
+        self.end = end
+        self.window: Any = None
+        counting = os.environ.get("VERIFIERS_JOB_CPU", "")
+        if not counting:
+            return  # never starved: no window to measure (and nothing to pay per step)
+        from ._judge_starvation import CpuWindow
+
+        self.window = CpuWindow(
+            limit,
+            limit,
+            account="" if counting == "pids" else counting,
+            pid_check=counting == "pids",
+        )
+        self.window.already(job_members())  # the job's CPU and wait before the step are not its
+        self.window.tasks_from_now()
+
+    def started(self, pid: int) -> None:
+        """The step's first process, when it started before the window did: its tasks are the
+        pids from it on (a task of it that died before the window still counts)."""
+        window = self.window
+        if window is not None and (window.first_pid <= 0 or pid < window.first_pid):
+            window.job_started(pid)
+
+    def more(self) -> float | None:
+        """At the step's deadline: a later deadline while it is starved, else None."""
+        if self.window is None:
+            return None
+        verdict = self.window.verdict(job_members())
+        now = time.monotonic()
+        if not verdict.pop("starved"):
+            return None
+        cap = self.window.cap if self.end is None else min(self.window.cap, self.end)
+        if now < cap:
+            return float(min(cap, now + self.window.step))
+        self.starved = verdict
+        return None
+
+
+class Clock:
+    """A wall time limit from now (never past ``end``) that, once reached, asks
+    :class:`Patience` whether the machine starved the step: then it runs on."""
+
+    def __init__(self, limit: float, end: float | None = None) -> None:
+        now = time.monotonic()
+        self.deadline = now + max(0.0, limit)
+        if end is not None:
+            self.deadline = min(self.deadline, end)
+        self.patience = Patience(limit, end)
+        self.over = False
+        """Reached for good: asked no more (a step that outran its limit fed stays timed out,
+        whatever a later window would say; the workspace runner's later calls ask it too)."""
+
+    @property
+    def starved(self) -> dict[str, Any] | None:
+        return self.patience.starved
+
+    def expired(self, now: float | None = None) -> bool:
+        """Whether the limit is reached for good (a starved step's deadline moves on)."""
+        if self.over:
+            return True
+        now = time.monotonic() if now is None else now
+        while now >= self.deadline:
+            later = self.patience.more()
+            if later is None:
+                self.over = True
+                return True
+            self.deadline = later
+        return False
+
+
 class Candidate:
     """The judge's handle on the candidate process: start, call, kill, restart."""
 
@@ -514,6 +662,16 @@ class Candidate:
         self.last_call: tuple[str, Any, dict[str, Any]] | None = None
         self.load_timeout = 10.0
         self.total_deadline: float | None = None
+        self.clocks: list[Clock] = []
+        """The judge's limits on the current step (its total and per-test :class:`Clock`),
+        each asked at its deadline whether the machine starved the step; ``deadline`` and
+        ``total_deadline`` are plain wall limits on top (workspace's runner sets those)."""
+        self.end: float | None = None
+        """The load's clock ends by then too (see :func:`exec_end`)."""
+        self.starved: dict[str, Any] | None = None
+        """The evidence of the first step whose clock ran out while the machine starved it."""
+        self.on_starved: Callable[[dict[str, Any]], None] | None = None
+        """Called with that evidence at once (the judge ends the run: ``Judge.abandon``)."""
         self.fault: dict[str, Any] | None = None
         """Set when the candidate failed to load, died, timed out or broke the protocol since
         the current test started: that test fails whatever its code caught."""
@@ -597,10 +755,13 @@ class Candidate:
     def _load(self) -> None:
         self.loaded = True
         saved = self.deadline
-        limit = time.monotonic() + self.load_timeout
+        saved_clocks = self.clocks
+        # The import has its own limit (a clock from now: what ran before is not its time),
+        # within the step's and the total ones.
+        self.clocks = [*saved_clocks, Clock(self.load_timeout, self.end)]
         if self.total_deadline is not None:
-            limit = min(limit, self.total_deadline)
-        self.deadline = limit if saved is None else min(saved, limit)
+            limit = self.total_deadline
+            self.deadline = limit if saved is None else min(saved, limit)
         try:
             reply = self._request(
                 {"op": "load", "path": self.code_path, "module": self.module, "limits": self.limits}
@@ -613,6 +774,7 @@ class Candidate:
             return
         finally:
             self.deadline = saved
+            self.clocks = saved_clocks
         self.load_error = reply.get("exc") if not reply.get("ok") else None
 
     def kill(self) -> None:
@@ -654,10 +816,11 @@ class Candidate:
         msg["seq"] = self.seq
         try:
             view = memoryview(_frame(msg))
+            deadline = self._deadline()
             while view:
-                _wait(self._rpc_w, True, self.deadline, self._sinks)
+                _wait(self._rpc_w, True, deadline, self._sinks, self._extend)
                 view = view[os.write(self._rpc_w, view) :]
-            reply = _read_msg(self._rpc_r, self.deadline, self._sinks)
+            reply = _read_msg(self._rpc_r, deadline, self._sinks, self._extend)
         except TimeoutError:
             self.dead_info = {"type": "Timeout", "message": "the candidate exceeded its time limit"}
             self.fault = self.dead_info
@@ -686,6 +849,28 @@ class Candidate:
             self.kill()
             raise CandidateError("dead", self.dead_info)
         return reply
+
+    def _deadline(self) -> float | None:
+        """The first of the step's limits: its clocks' deadlines and the plain ones."""
+        found = [c.deadline for c in self.clocks]
+        if self.deadline is not None:
+            found.append(self.deadline)
+        return min(found) if found else None
+
+    def _extend(self) -> float | None:
+        """At the wait's deadline: the next one while every clock that ran out was starved
+        (it runs on), else None (the step's timeout; a clock's starved evidence is kept)."""
+        now = time.monotonic()
+        if self.deadline is not None and now >= self.deadline:
+            return None
+        for clock in self.clocks:
+            if clock.expired(now):
+                if self.starved is None:
+                    self.starved = clock.starved
+                if clock.starved is not None and self.on_starved is not None:
+                    self.on_starved(clock.starved)
+                return None
+        return self._deadline()
 
     def _exit_status(self) -> str:
         if self.pid is None:

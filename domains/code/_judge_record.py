@@ -95,6 +95,9 @@ DONE_FIELDS: dict[str, tuple[type, ...]] = {
     # A build or test still starved of CPU by the machine at STARVE_GRACE times its limit:
     # the runner's evidence (``_judge_starvation``); the host abstains (engine, infra).
     "starved": (dict,),
+    # The judge ended the run at once on such a step (``Judge.abandon``): the records so far
+    # are not all of it, and the host abstains on ``starved`` without reading them.
+    "abandoned": (bool,),
     # CPU seconds (``os.times``) of the judge's phases, for benchmarks/humaneval.py --phases:
     # {"boot_start", "judge_start", "judge", "children"}; no verdict reads it.
     "usage": (dict,),

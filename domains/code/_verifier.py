@@ -142,7 +142,13 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 res = await sb.exec(
                     list(lang.judge_argv),
                     preload=preload,
-                    stdin=json.dumps({**job, "phase": "build"}).encode(),
+                    stdin=json.dumps(
+                        {
+                            **job,
+                            "phase": "build",
+                            "exec_timeout_s": min(build_timeout, exec_timeout),
+                        }
+                    ).encode(),
                     timeout=min(build_timeout, exec_timeout),
                 )
                 ready, _, built = _judge_record.parse(res.stdout, nonce)
@@ -150,11 +156,14 @@ class CodeTests(Verifier[CodeTestsSpec]):
                     nonce = secrets.token_hex(16)
                     left = ctx.remaining()
                     run_timeout = spec.timeout_s + STARTUP_GRACE_S
+                    run_timeout = min(run_timeout, left) if left > 0 else run_timeout
                     res = await sb.exec(
                         list(lang.judge_argv),
                         preload=preload,
-                        stdin=json.dumps({**job, "nonce": nonce, "phase": "run"}).encode(),
-                        timeout=min(run_timeout, left) if left > 0 else run_timeout,
+                        stdin=json.dumps(
+                            {**job, "nonce": nonce, "phase": "run", "exec_timeout_s": run_timeout}
+                        ).encode(),
+                        timeout=run_timeout,
                     )
                 else:
                     built = None
@@ -162,7 +171,9 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 res = await sb.exec(
                     list(lang.judge_argv),
                     preload=preload,
-                    stdin=json.dumps(job).encode(),
+                    # The exec's limit in the job too: the judge stops extending a starved
+                    # step before the runner's kill would turn it into a 0 (``exec_end``).
+                    stdin=json.dumps({**job, "exec_timeout_s": exec_timeout}).encode(),
                     timeout=exec_timeout,
                 )
         ready, records, done = _judge_record.parse(res.stdout, nonce)
@@ -184,6 +195,23 @@ class CodeTests(Verifier[CodeTestsSpec]):
                 f"the code judge did not start in the sandbox (exit {res.returncode}, "
                 f"timed_out={res.timed_out}): {stderr}"
             )
+        if done is not None and done.get("abandoned") and isinstance(done.get("starved"), dict):
+            # The judge ended the run on a step the machine starved through its grace: no
+            # score stands on it (the engine abstains on ``starved_step``).
+            starved = Result.failed(
+                "A test step was starved of CPU by machine load through its grace; the run "
+                "was ended there and is not scored.",
+                components={"tests_passed": 0.0},
+                details={
+                    "kind": tests.kind,
+                    "language": lang.name,
+                    "passed": 0,
+                    "expected": expected_n,
+                    "finished": False,
+                    "judge": ready,
+                },
+            )
+            return _with_starvation(starved, done)
         if done is not None and done.get("spec_error"):
             raise BadInput(printable(f"code.tests spec: {done['spec_error']}"))
         if done is not None and done.get("infra_error"):

@@ -34,7 +34,9 @@ What the project process can still do, and why it gains nothing:
 * it can lie in its replies (forged frames included): a lie is only its own answer, judged
   here; a malformed, oversized, late or out-of-sequence reply marks the test failed whatever
   the test caught (``Candidate.fault``), and a call that never returns is killed at the run's
-  deadline;
+  deadline (unless the machine starved it of CPU, by the runner's own rule: then it runs on
+  until fed or its grace, and a run still starved there ends at once with the evidence, an
+  abstain, as code.tests' judge does);
 * files: the hidden tests are compiled from this process's memory (pytest discovers empty
   placeholders in a private temp dir and collects ``Dir``, never ``Package``, so no
   ``__init__.py`` is imported), everything this process imports is imported before the project
@@ -106,9 +108,12 @@ def main() -> int:
         return 0
     jc._hands_off()  # inherited by every child: none may lower this process's limits
 
-    import time
-
-    deadline = time.monotonic() + max(1.0, float(job.get("timeout_s", 30)) - 0.5)
+    # The run's limit and the project's import limit ask the starvation rule as code.tests'
+    # judge does (``Clock``: a limit the machine starved the project through runs on, never
+    # past the exec's end); a call still starved through its grace ends the run at once with
+    # the evidence (``abandon``): the host abstains, never the model's 0.
+    end = jc.exec_end(job.get("exec_timeout_s"))
+    total = jc.Clock(max(1.0, float(job.get("timeout_s", 30)) - 0.5), end)
     cand = _candidate_class(jc)(
         os.path.join(here, "_project_server.py"),
         os.path.join(here, "_project_root.py"),
@@ -117,8 +122,8 @@ def main() -> int:
         1 << 20,
     )
     cand.load_timeout = 10.0
-    cand.total_deadline = deadline
-    cand.deadline = deadline
+    cand.end = end
+    cand.clocks = [total]
     sources: dict[str, str] = {str(k): str(v) for k, v in job["tests"].items()}
     hidden = _hidden_modules(sources)
     tops = _project_tops(sources, hidden)
@@ -142,6 +147,16 @@ def main() -> int:
         fh.write("[pytest]\n")
 
     results: dict[str, dict[str, str]] = {}
+
+    def abandon(evidence: dict[str, Any]) -> None:
+        """The project was starved of CPU by the machine through its grace: no verdict stands
+        on this run, so say so now, before pytest's later tests (and its wrap-up, under the
+        same starvation) outlast the exec and leave no verdict at all (the model's 0)."""
+        cand.kill()
+        emit({"abandoned": True, "starved": evidence, "results": results})
+        os._exit(0)
+
+    cand.on_starved = abandon
 
     class MemoryModule(pytest.Module):  # type: ignore[misc]
         def _getobj(self) -> Any:
@@ -217,7 +232,10 @@ def main() -> int:
         return 0
     finally:
         cand.kill()
-    emit({"results": results})
+    done: dict[str, object] = {"results": results}
+    if cand.starved is not None:
+        done["starved"] = cand.starved
+    emit(done)
     return 0
 
 

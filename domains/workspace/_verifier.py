@@ -24,10 +24,12 @@ import re
 import secrets
 import time
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 from verifiers.domains.code import compare_output
+from verifiers.domains.code._verifier import _with_starvation
 from verifiers.sandbox import Limits, Sandbox
 
 from verifiers.context import VerifierContext
@@ -45,20 +47,33 @@ __all__ = ["Workspace", "prepare", "snapshot", "static_test_ids"]
 
 _HERE = Path(__file__).parent
 _CODE = _HERE.parent / "code"
-# The trusted runner, the project process's server and root, and code.tests' candidate
-# machinery they share (shipped as the package ``_vj``): written read-only to .verifiers/.
-_RUNNER_FILES: dict[str, str] = {
-    f"{RESERVED_DIR}/{dest}": src.read_text(encoding="utf-8")
-    for dest, src in {
-        "_pytest_run.py": _HERE / "_pytest_run.py",
-        "_project_server.py": _HERE / "_project_server.py",
-        "_project_root.py": _HERE / "_project_root.py",
-        "_vj/_judge_codec.py": _CODE / "_judge_codec.py",
-        "_vj/_judge_candidate.py": _CODE / "_judge_candidate.py",
-    }.items()
-}
-_RUNNER_FILES[f"{RESERVED_DIR}/_vj/__init__.py"] = ""
-_RUNNER_FILES[f"{RESERVED_DIR}/{HELPER_MODULE}.py"] = HELPER_SOURCE
+
+
+@cache
+def runner_files() -> dict[str, str]:
+    """The trusted runner, the project process's server and root, and code.tests' candidate
+    machinery they share (shipped as the package ``_vj``, with what it imports: the codec and
+    the starvation rule, the sandbox runner's own source as the code judge ships it), written
+    read-only to ``.verifiers/``. Built on first use: cutting the rule from the runner's file
+    parses it, which ``import verifiers.domains.workspace`` should not pay."""
+    from verifiers.sandbox._runner import rule_source
+
+    files = {
+        f"{RESERVED_DIR}/{dest}": src.read_text(encoding="utf-8")
+        for dest, src in {
+            "_pytest_run.py": _HERE / "_pytest_run.py",
+            "_project_server.py": _HERE / "_project_server.py",
+            "_project_root.py": _HERE / "_project_root.py",
+            "_vj/_judge_codec.py": _CODE / "_judge_codec.py",
+            "_vj/_judge_candidate.py": _CODE / "_judge_candidate.py",
+        }.items()
+    }
+    files[f"{RESERVED_DIR}/_vj/_judge_starvation.py"] = rule_source()
+    files[f"{RESERVED_DIR}/_vj/__init__.py"] = ""
+    files[f"{RESERVED_DIR}/{HELPER_MODULE}.py"] = HELPER_SOURCE
+    return files
+
+
 _STARTUP_S = 10.0
 _SNAPSHOT_BYTES = 32 << 20
 
@@ -278,6 +293,7 @@ class Workspace(Verifier[WorkspaceSpec]):
         nonce = secrets.token_hex(16)
         budget = spec.timeout_s + _STARTUP_S
         outcomes: dict[str, tuple[bool, str]] = {}
+        starved: dict[str, Any] | None = None
         async with ctx.sandbox(
             spec.runtime, timeout_s=budget, memory_mb=spec.memory_mb, output_bytes=4 << 20
         ) as sb:
@@ -328,16 +344,24 @@ class Workspace(Verifier[WorkspaceSpec]):
                 await sb.write_files(
                     {
                         **{p: t for p, t in hardened.items() if not p.endswith(".py")},
-                        **_RUNNER_FILES,
+                        **runner_files(),
                     },
                     readonly=True,
                 )
                 left = max(1.0, deadline - time.monotonic())
-                job = {"nonce": nonce, "tests": hardened, "timeout_s": left}
+                exec_timeout = left + _STARTUP_S / 2
+                # The exec's limit in the job too: the runner stops extending a starved call
+                # before the sandbox's kill would leave no verdict (``exec_end``).
+                job = {
+                    "nonce": nonce,
+                    "tests": hardened,
+                    "timeout_s": left,
+                    "exec_timeout_s": exec_timeout,
+                }
                 res = await sb.exec(
                     ["python3", "-I", f"{RESERVED_DIR}/_pytest_run.py"],
                     stdin=json.dumps(job).encode(),
-                    timeout=left + _STARTUP_S / 2,
+                    timeout=exec_timeout,
                 )
                 ready, verdict = _verdict(res.stdout, nonce)
                 if not ready:
@@ -354,6 +378,28 @@ class Workspace(Verifier[WorkspaceSpec]):
                     verdict = {"results": {}}
                 if verdict.get("infra_error"):
                     raise InfraError(f"workspace test runner: {verdict['infra_error']}")
+                if isinstance(verdict.get("starved"), dict):
+                    starved = verdict
+                if verdict.get("abandoned") and starved is not None:
+                    # The runner ended the run on a call the machine starved through its
+                    # grace: no score stands on it (the engine abstains on ``starved_step``).
+                    ids = expected + io_ids
+                    components = {"tests_passed": 0.0}
+                    if spec.pass_to_pass:
+                        components["pass_to_pass"] = 0.0
+                    abandoned = Result.failed(
+                        "A hidden test was starved of CPU by machine load through its grace; "
+                        "the run was ended there and is not scored.",
+                        components=components,
+                        details={
+                            "form": form,
+                            "changed_files": len(changes),
+                            "passed": [],
+                            "failed": sorted(ids),
+                            "finished": False,
+                        },
+                    )
+                    return _with_starvation(abandoned, starved)
                 if verdict.get("crashed"):
                     notes.append(f"the test run ended early: {verdict['crashed']}")
                 results: dict[str, dict[str, str]] = dict(verdict.get("results") or {})
@@ -369,7 +415,8 @@ class Workspace(Verifier[WorkspaceSpec]):
                         "not reported (did not run)" if not cases else "",
                     )
                     outcomes[test_id] = (passed, message)
-        return _score(spec, expected + io_ids, outcomes, notes, form, len(changes))
+        scored = _score(spec, expected + io_ids, outcomes, notes, form, len(changes))
+        return _with_starvation(scored, starved)
 
 
 def _io_why(returncode: int, timed_out: bool, stderr: str) -> str:

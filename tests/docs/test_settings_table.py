@@ -131,6 +131,7 @@ _DIRECT_READ = re.compile(
 a read."""
 NOT_YET_THROUGH_THE_ACCESSORS = (
     "domains/code/_judge.py",  # runs inside the sandbox: its own protocol variable
+    "domains/code/_judge_candidate.py",  # the same (the job's CPU account, VERIFIERS_JOB_CPU)
 )
 """Files whose ``VERIFIERS_*`` reads do not go through :mod:`verifiers.settings`: only code that
 runs inside a sandbox and reads its own protocol variables (not a setting: the package is not

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+from pathlib import Path
 
 import pytest
 from verifiers.domains.workspace import apply_diff, parse_changes, static_test_ids
@@ -144,3 +145,63 @@ def test_the_runner_uses_only_what_the_candidate_module_has() -> None:
     assert {"exc_info", "write_msg"} <= {n for n, p in hooks.items() if p.kind is p.KEYWORD_ONLY}
     assert "proxy" in vars(jc.Candidate)
     assert "proxy" in vars(_pytest_run._candidate_class(jc))
+
+
+def test_the_shipped_candidate_package_has_what_it_imports(tmp_path: Path) -> None:
+    """The ``_vj`` package written to ``.verifiers/`` holds every module its candidate
+    machinery imports, and its clocks work there whether or not the sandbox names a CPU
+    account.
+
+    The code judge's starvation rule moved into ``_judge_candidate`` (``Clock``/``Patience``
+    import ``._judge_starvation`` on first use, only where ``VERIFIERS_JOB_CPU`` is set): a
+    ``_vj`` without it failed every project import in the sandbox, so honest workspace fixes
+    scored 0 (tests/episodes/test_ors.py). This runs the shipped files as they land there."""
+    import ast
+    import os
+    import subprocess
+    import sys
+
+    from verifiers.domains.workspace._tree import RESERVED_DIR
+    from verifiers.domains.workspace._verifier import runner_files
+
+    files = runner_files()
+    package = f"{RESERVED_DIR}/_vj/"
+    shipped = {Path(p).stem for p in files if p.startswith(package)}
+    for name in sorted(shipped - {"__init__"}):
+        tree = ast.parse(files[f"{package}{name}.py"])
+        wanted = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        }
+        assert not wanted - shipped, (name, sorted(wanted - shipped))
+    for path, text in files.items():
+        dest = tmp_path / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+    probe = (
+        "import sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import _vj._judge_candidate as jc\n"
+        "clock = jc.Clock(0.0, jc.exec_end(5.0))\n"
+        "counted = sys.argv[2] == 'counted'\n"
+        "assert (clock.patience.window is not None) == counted\n"
+        "assert clock.expired()\n"  # no grace past a zero limit, starved or not
+        "print('ok')\n"
+    )
+    for counting in ("pids", ""):  # the runner's two ways: count pids, or no account
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                probe,
+                str(tmp_path / RESERVED_DIR),
+                "counted" if counting else "-",
+            ],
+            env={**os.environ, "VERIFIERS_JOB_CPU": counting},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0 and out.stdout.strip() == "ok", (counting, out.stderr[-2000:])

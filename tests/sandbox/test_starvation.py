@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -334,3 +335,242 @@ def test_the_judges_own_time_limits_tell_starved_from_slow(
         if verdicts[c] is not None
     }
     assert {k: v[0] for k, v in seen.items()} == expected, seen
+
+
+_HONEST_F = (
+    "def f():\n    total = 0\n    for i in range(2_500_000):\n        total += i\n    return 1\n"
+)
+_SPIN_F = "def f():\n    while True:\n        pass\n"
+_CHILDREN_F = (
+    "import os\n\ndef f():\n    for _ in range(4):\n        if os.fork() == 0:\n"
+    "            while True:\n                pass\n    os.wait()\n"
+)
+_F_TESTS: dict[str, dict[str, Any]] = {
+    "assert": {
+        "kind": "assert",
+        "entry_point": "f",
+        "code": "def check(f):\n    assert f() == 1\n",
+    },
+    "call": {"kind": "call", "entry_point": "f", "cases": [{"args": [], "expected": 1}]},
+    "pytest": {
+        "kind": "pytest",
+        "files": {"test_f.py": "from solution import f\n\ndef test_f():\n    assert f() == 1\n"},
+    },
+    "collect": {  # the candidate runs while pytest collects the module
+        "kind": "pytest",
+        "files": {
+            "test_f.py": "from solution import f\nVALUE = f()\n\ndef test_f():\n    assert VALUE == 1\n"
+        },
+    },
+    "fixture": {
+        "kind": "pytest",
+        "files": {
+            "test_f.py": "import pytest\nfrom solution import f\n\n@pytest.fixture\ndef value():\n"
+            "    return f()\n\ndef test_f(value):\n    assert value == 1\n"
+        },
+    },
+}
+CANDIDATE_ROWS: dict[str, tuple[str, str, str | None, str | None]] = {
+    # id: (tests, the candidate's module, verdict quiet, verdict under load)
+    "assert-honest": ("assert", _HONEST_F, None, "starved"),
+    "call-honest": ("call", _HONEST_F, None, "starved"),
+    "pytest-honest": ("pytest", _HONEST_F, None, "starved"),
+    "collect-honest": ("collect", _HONEST_F, None, "starved"),
+    "fixture-honest": ("fixture", _HONEST_F, None, "starved"),
+    "import-honest": ("assert", _HONEST_F + "f()\n", None, "starved"),
+    "assert-spin": ("assert", _SPIN_F, "spun", "spun"),
+    "call-spin": ("call", _SPIN_F, "spun", "spun"),
+    "collect-spin": ("collect", _SPIN_F, "spun", "spun"),
+    "fixture-spin": ("fixture", _SPIN_F, "spun", "spun"),
+    "import-spin": ("assert", "while True:\n    pass\n", "spun", "spun"),
+    "import-spin-pytest": ("pytest", "while True:\n    pass\n", "spun", "spun"),
+    "spinner-children": ("assert", _CHILDREN_F, "spun", "spun"),
+    "import-churn": (
+        "assert",
+        next(r["program"] for r in ROWS if r["id"] == "churn-sigign")
+        + "\ndef f():\n    return 1\n",
+        "spun",
+        "spun",
+    ),
+    "sleep-forever": ("assert", "import time\n\ndef f():\n    time.sleep(60)\n", "fail", "fail"),
+    "import-sleep": ("assert", "import time\ntime.sleep(60)\n", "fail", "fail"),
+    "fixture-sleep": ("fixture", "import time\n\ndef f():\n    time.sleep(60)\n", "fail", "fail"),
+    "collect-blocked": (
+        "collect",
+        "import os\n\ndef f():\n    r, w = os.pipe()\n    os.read(r, 1)\n",
+        "fail",
+        "fail",
+    ),
+    "nice-spin": (
+        "assert",
+        "import os\n\ndef f():\n    os.nice(19)\n    while True:\n        pass\n",
+        "fail",
+        "fail",
+    ),
+}
+"""The Python candidate's own limits in the judge (per call, per import, pytest collection and
+fixtures, the total) ask the runner's rule too, over a window from the step's start: an honest
+candidate of about 0.15 CPU-s under a 1 s limit, starved by the CPU hogs, passes within the
+grace or abstains (``starved``), never fails; a candidate that sleeps, blocks or lowers itself
+fails, quiet and under load. A spinning one (``spun``) fails, or abstains only with the
+evidence that it was starved and had not used its limit in CPU: the rule cannot tell it from an
+honest step that needs more of the CPU it is denied (the runner's own ``spin`` row is the
+same), and it never passes. On a quiet machine (other processes used under a quarter of the
+CPU in the second before) it must fail; on a shared machine outside load is real load (4
+spinning children of a 1 s limit abstained "quiet" at load 7-15, all three tries), so there a
+"quiet" abstain with that evidence is accepted."""
+
+
+def _candidate_rows(condition: int) -> list[dict[str, Any]]:
+    spec = {"language": "python", "timeout_s": 2, "test_timeout_s": 1}
+    return [
+        {
+            "id": name,
+            "completion": f"```python\n{module}```\n",
+            "task": {"verifier": "code.tests", "spec": {**spec, "tests": _F_TESTS[tests]}},
+        }
+        for name, (tests, module, *verdicts) in CANDIDATE_ROWS.items()
+        if verdicts[condition] is not None
+    ]
+
+
+def _outside_busy(seconds: float = 1.0) -> float:
+    """Share of the machine's CPU that other processes used over ``seconds`` (``/proc/stat``)."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    busy0, total0 = sample()
+    time.sleep(seconds)
+    busy1, total1 = sample()
+    return (busy1 - busy0) / max(1, total1 - total0)
+
+
+def test_the_python_candidates_limits_tell_starved_from_slow(
+    new_provider: Any, cpu_hogs: None
+) -> None:
+    seen = {}
+    quiet_machine = False
+    for condition in (0, 1):
+        if condition:
+            _signal_hogs(signal.SIGCONT)
+        else:
+            # A spinning candidate may abstain "quiet" only when the machine is not: on a
+            # shared machine other processes' load is real starvation. When nothing else runs
+            # (CI, a developer's idle box) it must fail, so a rule that calls every spinner
+            # starved cannot pass this test there.
+            quiet_machine = _outside_busy() < 0.25
+        try:
+            retries = 0 if condition else 2
+            rows = _candidate_rows(condition)
+            results = score_rows(
+                new_provider(pool_size=1), rows, retries=retries, retry_backoff_s=0.05
+            )
+        finally:
+            _signal_hogs(signal.SIGSTOP)
+        for r in results:
+            detail = r.error.kind if r.error else r.details.get("starved_step")
+            verdict = _verdict(r.status, detail)
+            spun = CANDIDATE_ROWS[r.id][2 + condition] == "spun"
+            if spun and not condition and quiet_machine:
+                verdict = "spun" if verdict == "fail" else verdict
+            elif spun and r.status != "pass":
+                message = r.error.message if r.error else ""
+                if verdict == "fail" or "starved of CPU by machine load" in message:
+                    verdict = "spun"
+            seen[(r.id, condition)] = (verdict, r.status, detail, r.error and r.error.message)
+    expected = {
+        (name, c): verdicts[c]
+        for name, (_, _, *verdicts) in CANDIDATE_ROWS.items()
+        for c in (0, 1)
+        if verdicts[c] is not None
+    }
+    print(json.dumps({f"{k[0]}/{k[1]}": v for k, v in seen.items()}))
+    assert {k: v[0] for k, v in seen.items()} == expected, seen
+
+
+_LONG_F = (
+    "def f():\n    total = 0\n    for i in range(25_000_000):\n        total += i\n    return 1\n"
+)
+LATE_SPEC = {"language": "python", "timeout_s": 4, "test_timeout_s": 4}
+"""A 4 s limit: the judge's exec has 4 + 5 s, so a starved step's grace (4 x 4 s) lies past
+it, and the judge must stop at its exec end (9 s less END_MARGIN_S from its start)."""
+
+
+@pytest.mark.parametrize("tests", ["assert", "pytest"])
+def test_a_step_starved_past_its_exec_limit_abstains_before_the_runner_kills_it(
+    new_provider: Any, cpu_hogs: None, tests: str
+) -> None:
+    """An honest candidate of about 1.5 CPU-s, starved by the hogs, reaches the judge's exec
+    end still starved: the judge reports it (the host abstains) and ends before the runner's
+    wall limit, where the runner would kill it (no done line: a 0) unless its own window over
+    the whole job also found it starved. Never a fail; a pass only if the load let it finish."""
+    import time
+
+    row = {
+        "id": f"late-{tests}",
+        "completion": f"```python\n{_LONG_F}```\n",
+        "task": {"verifier": "code.tests", "spec": {**LATE_SPEC, "tests": _F_TESTS[tests]}},
+    }
+    _signal_hogs(signal.SIGCONT)
+    try:
+        started = time.monotonic()
+        (result,) = score_rows(new_provider(pool_size=1), [row], retries=0)
+        took = time.monotonic() - started
+    finally:
+        _signal_hogs(signal.SIGSTOP)
+    message = result.error.message if result.error else ""
+    print("\nLATE", result.status, took, message, json.dumps(result.details)[:1500])
+    assert result.status in ("pass", "error"), (result.status, result.feedback)
+    if result.status == "error":
+        assert result.error is not None and result.error.kind == "infra", result.error
+        # The judge's own evidence (its done line), not the runner's kill at its backstop.
+        assert message.startswith("1 timed step(s) in a sandbox job ran out of wall time"), message
+        # The job's wall time: the step's grace alone would run to 16 s; the exec's limit is 9 s.
+        wall = result.details["resources"]["wall_s"]
+        assert wall < 9, wall
+
+
+def test_a_workspace_run_starved_past_its_limit_abstains_never_scores_0(
+    new_provider: Any, cpu_hogs: None
+) -> None:
+    """``code.workspace``'s trusted runner keeps its run's limit by the same rule as the code
+    judge (``Clock`` over ``_vj``): an honest project call of about 1.5 CPU-s, starved by the
+    hogs past the run's 4 s limit, runs on to the exec end and is reported starved (the host
+    abstains), before the sandbox's kill at its wall limit. Never a fail (the model's 0); a
+    pass only if the load let it finish."""
+    import time
+
+    row = {
+        "id": "late-workspace",
+        "completion": json.dumps({"calc.py": _LONG_F}),
+        "task": {
+            "verifier": "code.workspace",
+            "spec": {
+                "files": {"calc.py": "def f():\n    return 0\n"},
+                "tests": {
+                    "tests/test_calc.py": "from calc import f\n\ndef test_f():\n    assert f() == 1\n"
+                },
+                "timeout_s": 4,
+            },
+        },
+    }
+    _signal_hogs(signal.SIGCONT)
+    try:
+        started = time.monotonic()
+        (result,) = score_rows(new_provider(pool_size=1), [row], retries=0)
+        took = time.monotonic() - started
+    finally:
+        _signal_hogs(signal.SIGSTOP)
+    message = result.error.message if result.error else ""
+    print("\nLATE-WS", result.status, took, message, json.dumps(result.details)[:1500])
+    assert result.status in ("pass", "error"), (result.status, result.feedback)
+    if result.status == "error":
+        assert result.error is not None and result.error.kind == "infra", result.error
+        # The runner's own evidence (its verdict line), not the sandbox's kill at its backstop.
+        assert message.startswith("1 timed step(s) in a sandbox job ran out of wall time"), message
+        wall = result.details["resources"]["wall_s"]
+        assert wall < 9, wall  # the run's exec limit: at most 4 + 5 s
