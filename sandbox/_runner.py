@@ -1323,6 +1323,10 @@ class Runner:
         env["VERIFIERS_JOB_CPU"] = self.job_view(window.account) or (
             "pids" if window.pid_check else ""
         )
+        # When the job's clock started (this runner's CLOCK_MONOTONIC, which the job shares):
+        # the job's process may be older (a zygote's spare, forked while an earlier job ran),
+        # so its own start time is not the clock's.
+        env["VERIFIERS_JOB_STARTED"] = repr(started)
         job = _Job(argv, env, cwd, limits, timeout, (in_r, out_w, err_w))
         pid = self._spawn_fast(fast, job, warm) if fast and warm is not None else 0
         via = warm.sock if pid and warm is not None else None

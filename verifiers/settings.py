@@ -169,6 +169,15 @@ VARIABLES: tuple[Variable, ...] = (
         "code judge's time limits read to tell a starved step from a slow one.",
         "domains/code/_judge.py (in the sandbox), sandbox/_runner.py",
     ),
+    Variable(
+        "VERIFIERS_JOB_STARTED",
+        "set by the runner",
+        "Inside a sandbox job only, set by the runner after the request's env (a request cannot "
+        "set it): when the job's clock started (the runner's CLOCK_MONOTONIC, in seconds), from "
+        "which the code judge and the workspace runner count their exec's wall limit (the job's "
+        "process may be older: a zygote's spare is forked ahead).",
+        "domains/code/_judge_candidate.py (in the sandbox), sandbox/_runner.py",
+    ),
     # -- adapters --------------------------------------------------------------------------
     Variable(
         "VERIFIERS_VERIFIER",

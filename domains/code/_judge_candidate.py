@@ -517,23 +517,37 @@ that it still writes its done line (with the evidence: an abstain) before the ru
 
 def exec_end(exec_timeout: Any) -> float | None:
     """The monotonic time by which the judge stops waiting on a starved step: its exec's wall
-    limit (``exec_timeout_s`` in the job, counted from this process's start, which the
-    runner's clock started just before) less :data:`END_MARGIN_S`; None when not given.
+    limit (``exec_timeout_s`` in the job) less :data:`END_MARGIN_S`, counted from when the
+    runner's clock for this job started; None when not given.
+
+    The runner names that time in ``VERIFIERS_JOB_STARTED`` (its CLOCK_MONOTONIC, which the
+    job shares). The job's process may be much older: a zygote's spare is forked while the
+    job before runs, and a limit counted from its start had passed before the job began
+    (every test "timed out" at once, an honest fix's 0). Without the variable (an older
+    runner) the limit counts from this process's start, which the runner's clock started
+    just before where no spare is kept.
 
     A step extended past it would be killed with the judge by the runner (no done line, the
     model's 0) unless the runner's own rule also found the whole job starved: so the judge
     never waits past it, and a step still starved there is reported starved (an abstain)."""
     if exec_timeout is None:
         return None
-    age = 0.0
+    now = time.monotonic()
     try:
-        with open("/proc/self/stat") as handle:
-            start = int(handle.read().rsplit(")", 1)[1].split()[19])
-        tick = float(os.sysconf("SC_CLK_TCK"))
-        age = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - start / tick)
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
-    return time.monotonic() - age + float(exec_timeout) - END_MARGIN_S
+        started = float(os.environ.get("VERIFIERS_JOB_STARTED", ""))
+    except ValueError:
+        started = float("nan")
+    if not (now - 86400.0 <= started <= now):  # nan, absent or not a past time: not the runner's
+        age = 0.0
+        try:
+            with open("/proc/self/stat") as handle:
+                start = int(handle.read().rsplit(")", 1)[1].split()[19])
+            tick = float(os.sysconf("SC_CLK_TCK"))
+            age = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - start / tick)
+        except (OSError, ValueError, IndexError, AttributeError):
+            pass
+        started = now - age
+    return started + float(exec_timeout) - END_MARGIN_S
 
 
 def job_members() -> list[int]:

@@ -11,6 +11,7 @@ the real ``/proc``; the end-to-end rows under real load are in tests/sandbox/tes
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -71,14 +72,35 @@ def test_exec_end_counts_from_the_judge_process_start() -> None:
         "time.sleep(0.6)\n"
         "print(exec_end(3.0) - time.monotonic())\n"
     )
+    env = {k: v for k, v in os.environ.items() if k != "VERIFIERS_JOB_STARTED"}
     left = float(
         subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, check=True, text=True
+            [sys.executable, "-c", code], capture_output=True, check=True, text=True, env=env
         ).stdout
     )
     # 3 s from the process's start, less the margin, less the 0.6 s slept and the start-up.
     assert 0.0 < left <= 3.0 - END_MARGIN_S - 0.6 + 0.05, left
     assert exec_end(None) is None
+
+
+def test_exec_end_counts_from_the_runners_clock_start_when_it_names_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A zygote's spare is forked while the job before it runs: its process can be seconds
+    older than its job, whose clock the runner names in VERIFIERS_JOB_STARTED. Counted from
+    the process, an honest job's limits had all passed before it began."""
+    now = time.monotonic()
+    monkeypatch.setenv("VERIFIERS_JOB_STARTED", repr(now - 2.0))
+    end = exec_end(8.0)
+    assert end is not None and abs(end - (now - 2.0 + 8.0 - END_MARGIN_S)) < 0.05, end - now
+    # Not a past time of this clock (garbage, the future, another boot's): the process start.
+    for bad in ("", "soon", "nan", repr(now + 60.0), repr(now - 10 * 86400.0)):
+        monkeypatch.setenv("VERIFIERS_JOB_STARTED", bad)
+        fallback = exec_end(8.0)
+        assert fallback is not None, bad
+        monkeypatch.delenv("VERIFIERS_JOB_STARTED")
+        plain = exec_end(8.0)
+        assert plain is not None and abs(fallback - plain) < 0.05, bad
 
 
 def _force(patience: Patience, monkeypatch: pytest.MonkeyPatch, starved: bool) -> list[int]:
