@@ -181,21 +181,22 @@ def test_memory_over_all_processes_is_the_models_fail_with_the_limit_named() -> 
 
 AGE_AND_PLACE = textwrap.dedent(
     """
-    import json, os, time
+    import json, os, sys, time
     hz = os.sysconf("SC_CLK_TCK")
     with open("/proc/self/stat") as fh:
         started = int(fh.read().rsplit(")", 1)[1].split()[19]) / hz
     with open("/proc/uptime") as fh:
         age = float(fh.read().split()[0]) - started
     cgroups = open("/proc/self/cgroup").read().splitlines()
-    clock = time.monotonic() - float(os.environ.get("VERIFIERS_JOB_STARTED", "nan"))
+    clock = time.monotonic() - float(os.environ.get(sys.argv[1], "nan"))  # the runner's
     print(json.dumps({"age": age, "clock": clock, "pid": os.getpid(), "uid": os.getuid(),
                       "fds": sorted(int(n) for n in os.listdir("/proc/self/fd")),
                       "cgroups": cgroups}))
     time.sleep(1.5)  # the host reads the job cgroup's limits meanwhile
     """
 )
-"""A fast-path job reports how long its process has existed, where it sits and what it has."""
+"""A fast-path job reports how long its process has existed, how long its job's clock has run
+(the variable named on argv), where it sits and what it has."""
 
 
 def _children(pid: int) -> list[int]:
@@ -241,7 +242,9 @@ def test_fast_jobs_start_from_a_spare_already_in_their_own_limited_cgroup() -> N
                         for pid in killed:
                             os.kill(pid, 9)
                     await asyncio.sleep(0.5)
-                    running = asyncio.ensure_future(sb.exec(["python3", "-c", AGE_AND_PLACE]))
+                    running = asyncio.ensure_future(
+                        sb.exec(["python3", "-c", AGE_AND_PLACE, "VERIFIERS_JOB_STARTED"])
+                    )
                     seen: dict[str, str] = {}
                     while not running.done() and len(seen) < 2:
                         await asyncio.sleep(0.2)
