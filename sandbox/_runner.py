@@ -1873,7 +1873,8 @@ class Runner:
             message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
             if message == b"P" and len(fds) == 2 and not warm:
                 if spare is not None:  # reaped here, never by _fork_warm's sweep of the gone
-                    spare = spare.drop() or None
+                    spare.drop()
+                    spare = None
                 self._fork_warm(sock, fds[0], fds[1])
                 continue
             if message[:1] != b"F" or len(fds) != 4:
