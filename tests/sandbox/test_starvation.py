@@ -500,21 +500,12 @@ LATE_SPEC = {"language": "python", "timeout_s": 4, "test_timeout_s": 4}
 it, and the judge must stop at its exec end (9 s less END_MARGIN_S from its start)."""
 
 
-@pytest.mark.parametrize("tests", ["assert", "pytest"])
-def test_a_step_starved_past_its_exec_limit_abstains_before_the_runner_kills_it(
-    new_provider: Any, cpu_hogs: None, tests: str
-) -> None:
-    """An honest candidate of about 1.5 CPU-s, starved by the hogs, reaches the judge's exec
-    end still starved: the judge reports it (the host abstains) and ends before the runner's
-    wall limit, where the runner would kill it (no done line: a 0) unless its own window over
-    the whole job also found it starved. Never a fail; a pass only if the load let it finish."""
-    import time
+def _starved_late_abstains_or_passes(new_provider: Any, row: dict[str, Any]) -> None:
+    """Score ``row`` under the running hogs: a pass (the load let it finish) or an abstain with
+    the trusted side's own evidence (its done/verdict line, not the runner's kill at its
+    backstop) within the exec's 9 s wall limit (the step's grace alone would run longer);
+    never the model's fail."""
 
-    row = {
-        "id": f"late-{tests}",
-        "completion": f"```python\n{_LONG_F}```\n",
-        "task": {"verifier": "code.tests", "spec": {**LATE_SPEC, "tests": _F_TESTS[tests]}},
-    }
     _signal_hogs(signal.SIGCONT)
     try:
         started = time.monotonic()
@@ -523,15 +514,30 @@ def test_a_step_starved_past_its_exec_limit_abstains_before_the_runner_kills_it(
     finally:
         _signal_hogs(signal.SIGSTOP)
     message = result.error.message if result.error else ""
-    print("\nLATE", result.status, took, message, json.dumps(result.details)[:1500])
+    print("\nLATE", row["id"], result.status, took, message, json.dumps(result.details)[:1500])
     assert result.status in ("pass", "error"), (result.status, result.feedback)
     if result.status == "error":
         assert result.error is not None and result.error.kind == "infra", result.error
-        # The judge's own evidence (its done line), not the runner's kill at its backstop.
         assert message.startswith("1 timed step(s) in a sandbox job ran out of wall time"), message
-        # The job's wall time: the step's grace alone would run to 16 s; the exec's limit is 9 s.
         wall = result.details["resources"]["wall_s"]
         assert wall < 9, wall
+
+
+@pytest.mark.parametrize("tests", ["assert", "pytest"])
+def test_a_step_starved_past_its_exec_limit_abstains_before_the_runner_kills_it(
+    new_provider: Any, cpu_hogs: None, tests: str
+) -> None:
+    """An honest candidate of about 1.5 CPU-s, starved by the hogs, reaches the judge's exec
+    end still starved: the judge reports it (the host abstains) and ends before the runner's
+    wall limit, where the runner would kill it (no done line: a 0) unless its own window over
+    the whole job also found it starved. Never a fail; a pass only if the load let it finish."""
+
+    row = {
+        "id": f"late-{tests}",
+        "completion": f"```python\n{_LONG_F}```\n",
+        "task": {"verifier": "code.tests", "spec": {**LATE_SPEC, "tests": _F_TESTS[tests]}},
+    }
+    _starved_late_abstains_or_passes(new_provider, row)
 
 
 def test_a_workspace_run_starved_past_its_limit_abstains_never_scores_0(
@@ -542,7 +548,6 @@ def test_a_workspace_run_starved_past_its_limit_abstains_never_scores_0(
     hogs past the run's 4 s limit, runs on to the exec end and is reported starved (the host
     abstains), before the sandbox's kill at its wall limit. Never a fail (the model's 0); a
     pass only if the load let it finish."""
-    import time
 
     row = {
         "id": "late-workspace",
@@ -558,19 +563,4 @@ def test_a_workspace_run_starved_past_its_limit_abstains_never_scores_0(
             },
         },
     }
-    _signal_hogs(signal.SIGCONT)
-    try:
-        started = time.monotonic()
-        (result,) = score_rows(new_provider(pool_size=1), [row], retries=0)
-        took = time.monotonic() - started
-    finally:
-        _signal_hogs(signal.SIGSTOP)
-    message = result.error.message if result.error else ""
-    print("\nLATE-WS", result.status, took, message, json.dumps(result.details)[:1500])
-    assert result.status in ("pass", "error"), (result.status, result.feedback)
-    if result.status == "error":
-        assert result.error is not None and result.error.kind == "infra", result.error
-        # The runner's own evidence (its verdict line), not the sandbox's kill at its backstop.
-        assert message.startswith("1 timed step(s) in a sandbox job ran out of wall time"), message
-        wall = result.details["resources"]["wall_s"]
-        assert wall < 9, wall  # the run's exec limit: at most 4 + 5 s
+    _starved_late_abstains_or_passes(new_provider, row)
