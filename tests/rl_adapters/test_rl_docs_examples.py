@@ -287,10 +287,12 @@ def test_deepspeed_example_runs_under_the_launcher(tmp_path: Path) -> None:
     its own samples' rewards, position for position (never rank 0's)."""
     (code,) = _of("deepspeed")
     script = DEEPSPEED_RANK_DATA + code
+    # Each rank writes its own file: two ranks printing to the launcher's one stdout can
+    # interleave mid-line (ci on 1ad3107 read "RESULTRESULT 0 {...}" / " 1 {...}").
     script += (
-        "\nimport json\n"
-        'print("RESULT", _rank, json.dumps({"rewards": rewards.tolist(), '
-        '"valid": valid.tolist()}), flush=True)\n'
+        "\nimport json, pathlib\n"
+        'pathlib.Path(f"result-{_rank}.json").write_text(json.dumps({"rewards": '
+        'rewards.tolist(), "valid": valid.tolist()}))\n'
     )
     train = tmp_path / "train.py"
     train.write_text(script, encoding="utf-8")
@@ -306,11 +308,10 @@ def test_deepspeed_example_runs_under_the_launcher(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    got: dict[int, Any] = {}
-    for line in done.stdout.splitlines():
-        if "RESULT " in line:
-            _, rank, payload = line[line.index("RESULT ") :].split(" ", 2)
-            got[int(rank)] = json.loads(payload)
+    got: dict[int, Any] = {
+        int(f.stem.removeprefix("result-")): json.loads(f.read_text(encoding="utf-8"))
+        for f in tmp_path.glob("result-*.json")
+    }
     assert got == {
         0: {"rewards": [1.0, 0.0], "valid": [True, True]},
         1: {"rewards": [0.0], "valid": [True]},
