@@ -29,6 +29,7 @@ Prints one JSON line; the table in docs/benchmarks/render.md comes from it. Usag
 
     python benchmarks/render.py [--scenes 40] [--workers 2] [--backend local|docker]
         [--python ~/.cache/verifiers/bpy-venv/bin/python]  # the cold peer's interpreter
+        [--cpu-pinning on|off]  # the warm runners' SandboxSettings.cpu_pinning
     python benchmarks/render.py --phases 12 [--backend local|docker]
     python benchmarks/render.py --ab 3 [--scenes 30] [--backend local|docker]
         [--old-images DIR]  # interleaved old/new path
@@ -168,18 +169,26 @@ class _NoPrefetch:
         RunnerSandbox.prefetch = self.saved  # type: ignore[method-assign]
 
 
-def _provider(backend: str, workers: int, images: Path | None = None) -> Any:
+def _provider(backend: str, workers: int, images: Path | None = None, pinning: bool = True) -> Any:
     """``workers`` warm runners; ``images``: a folder whose ``blender/`` definition is used
-    instead of this tree's (``--ab --old-images``: main's preload, built)."""
-    settings = SandboxSettings(pool_size=workers, image_dirs=(images,) if images else ())
+    instead of this tree's (``--ab --old-images``: main's preload, built); ``pinning``:
+    ``SandboxSettings.cpu_pinning`` (``--cpu-pinning off``, the A/B of session 20)."""
+    settings = SandboxSettings(
+        pool_size=workers, image_dirs=(images,) if images else (), cpu_pinning=pinning
+    )
     return open_provider(backend, settings)  # type: ignore[arg-type]
 
 
 async def run_warm(
-    scenes: list[str], backend: str, workers: int, in_flight: int, images: Path | None = None
+    scenes: list[str],
+    backend: str,
+    workers: int,
+    in_flight: int,
+    images: Path | None = None,
+    pinning: bool = True,
 ) -> dict[str, Any]:
     verifier = BlenderRender()
-    provider = _provider(backend, workers, images)
+    provider = _provider(backend, workers, images, pinning)
     spec = RenderSpec.model_validate(SPEC)
     sem = asyncio.Semaphore(in_flight)
     job_cpu: list[float] = []
@@ -632,7 +641,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="--ab: a folder holding the old blender/ runtime definition (built)",
     )
+    parser.add_argument(
+        "--cpu-pinning",
+        choices=["on", "off"],
+        default="on",
+        help="SandboxSettings.cpu_pinning of the warm side (default on, the default)",
+    )
     args = parser.parse_args(argv)
+    pinning = args.cpu_pinning == "on"
     in_flight = args.in_flight or 2 * args.workers
     scenes = [make_scene(seed) for seed in range(max(args.scenes, args.split))]
     if args.ab:
@@ -669,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(record), flush=True)
         return 0
-    warm = asyncio.run(run_warm(scenes, args.backend, args.workers, in_flight))
+    warm = asyncio.run(run_warm(scenes, args.backend, args.workers, in_flight, pinning=pinning))
     cold = asyncio.run(run_cold(scenes, args.python, args.workers))
     record = {
         "benchmark": "render",
@@ -677,6 +693,7 @@ def main(argv: list[str] | None = None) -> int:
         "workers": args.workers,
         "in_flight": in_flight,
         "backend": args.backend,
+        "cpu_pinning": pinning,
         "cpus": os.cpu_count(),
         "warm": warm,
         "cold": cold,

@@ -31,6 +31,7 @@ from typing import Any
 from verifiers.errors import BadInput, InfraError, SandboxUnavailable
 
 from ._base import Command, ExecResult, Limits, Sandbox
+from ._cpus import CpuHomes
 from ._runner import (
     HEADER,
     MAX_FRAME,
@@ -111,6 +112,8 @@ class RunnerHandle(ABC):
         self.unread = False
         """A posted request (``end``) whose reply has not been read yet."""
         self.last_end: dict[str, Any] = {}
+        self.home: tuple[int, ...] = ()
+        """The CPUs its jobs run on (:class:`CpuHomes`; ``()``: not pinned)."""
         self._lock = asyncio.Lock()
 
     @property
@@ -667,11 +670,13 @@ class RunnerPool:
 
     def __init__(
         self,
-        start: Callable[[Hashable], Coroutine[Any, Any, RunnerHandle]],
+        start: Callable[[Hashable, tuple[int, ...]], Coroutine[Any, Any, RunnerHandle]],
         settings: SandboxSettings,
     ) -> None:
-        self._start = start
+        self._start_on = start
+        """The backend's start: a runner for a profile key, pinned to a home (``()``: none)."""
         self._settings = settings
+        self.homes = CpuHomes(settings.cpus, settings.cpu_pinning)
         self._slots: dict[Hashable, _Slot] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -680,6 +685,37 @@ class RunnerPool:
         ``jobs_per_worker`` sessions), ``tainted`` (a job timed out, hit its memory limit, left
         processes or state behind, or the runner refused further sessions), ``broken`` (the
         runner died or stopped answering). Monotonic; the reward server exports it."""
+
+    async def _start(self, key: Hashable) -> RunnerHandle:
+        """Start a runner on the least taken home CPUs (given back if it does not start)."""
+        home = self.homes.take()
+        try:
+            worker = await self._start_on(key, home)
+        except BaseException:
+            self.homes.give(home)
+            raise
+        worker.home = home
+        return worker
+
+    def _retire(self, worker: RunnerHandle) -> Awaitable[None]:
+        """A worker leaves the pool: its home is free at once (for the refill started next);
+        returns its kill, to await or spawn."""
+        home, worker.home = worker.home, ()
+        self.homes.give(home)
+        return worker.kill()
+
+    def _pick_idle(self, slot: _Slot) -> RunnerHandle | None:
+        """The idle worker whose home has the fewest busy runners (oldest first on a tie):
+        with more runners than CPUs, two sessions never share a CPU while another idles."""
+        if not slot.idle:
+            return None
+        busy: Counter[int] = Counter()
+        for other in self._slots.values():
+            for worker in other.busy:
+                busy.update(worker.home)
+        best = min(slot.idle, key=lambda w: sum(busy[cpu] for cpu in w.home))
+        slot.idle.remove(best)
+        return best
 
     def _slot(self, key: Hashable) -> _Slot:
         slot = self._slots.get(key)
@@ -701,13 +737,11 @@ class RunnerPool:
         await slot.semaphore.acquire()
         acquired: RunnerHandle | None = None
         try:
-            while slot.idle and acquired is None:
-                worker = slot.idle.popleft()
-                if worker.broken is None:
-                    acquired = worker
-                else:
-                    self.recycled[(key, "broken")] += 1
-                    self._spawn(worker.kill())
+            for worker in [w for w in slot.idle if w.broken is not None]:
+                slot.idle.remove(worker)
+                self.recycled[(key, "broken")] += 1
+                self._spawn(self._retire(worker))
+            acquired = self._pick_idle(slot)
             while acquired is None and slot.starting:
                 pending = slot.starting.popleft()
                 try:
@@ -750,7 +784,7 @@ class RunnerPool:
                     else "used_up"
                 )
                 self.recycled[(worker.key, reason)] += 1
-            self._spawn(worker.kill())
+            self._spawn(self._retire(worker))
             if self._settings.replenish and not self._closed:
                 self._refill(worker.key)
         slot.semaphore.release()
@@ -776,7 +810,7 @@ class RunnerPool:
             return
         worker = task.result()
         if self._closed:
-            self._spawn(worker.kill())
+            self._spawn(self._retire(worker))
         else:
             slot.idle.append(worker)
 
@@ -821,7 +855,7 @@ class RunnerPool:
         for result in await asyncio.gather(*starting, return_exceptions=True):
             if isinstance(result, RunnerHandle):
                 workers.append(result)
-        await asyncio.gather(*(w.kill() for w in workers), return_exceptions=True)
+        await asyncio.gather(*(self._retire(w) for w in workers), return_exceptions=True)
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 

@@ -490,7 +490,7 @@ class DockerProvider(SandboxProvider):
             raise
         return cid, sock, config
 
-    async def _start(self, key: Hashable) -> RunnerHandle:
+    async def _start(self, key: Hashable, home: tuple[int, ...] = ()) -> RunnerHandle:
         assert isinstance(key, tuple) and len(key) == 3
         tag, memory_mb, pids = str(key[0]), int(key[1]), int(key[2])
         limits = self.settings.limits.model_copy(update={"memory_mb": memory_mb, "pids": pids})
@@ -537,6 +537,8 @@ class DockerProvider(SandboxProvider):
             if listener is not None
             else _AttachChannel(reader, writer)
         )
+        if home:
+            config["cpus"] = list(home)  # the runner pins itself (see sandbox/_cpus.py)
         worker = _DockerRunner(channel, key, self, cid, since)
         bootstrap = runner_source() if listener is None else None
         what = f"sandbox container {cid[:12]} did not start its runner"

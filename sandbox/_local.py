@@ -430,8 +430,10 @@ class LocalProvider(SandboxProvider):
         config["cgroup"] = cgroup.runner_config(inside)
         return cgroup.bwrap_binds(_CGROUP_MOUNT) if inside else []
 
-    async def _start(self, key: Hashable) -> RunnerHandle:
+    async def _start(self, key: Hashable, home: tuple[int, ...] = ()) -> RunnerHandle:
         argv, config = self._command(key)
+        if home:
+            config["cpus"] = list(home)  # the runner pins itself (see sandbox/_cpus.py)
         cgroup = self._cgroups.pop(self._last_uid, None)
         try:
             process = await asyncio.create_subprocess_exec(

@@ -825,6 +825,7 @@ class Runner:
                 "fast_python": self.zygote is not None,
                 "preload_error": self.preload_error,
                 "isolation": self.isolation_report(),
+                "cpus": sorted(os.sched_getaffinity(0)),
             }
         )
         while True:
@@ -3056,6 +3057,18 @@ def _read_config(rfd: int) -> dict[str, Any]:
     return decode_body(body)
 
 
+def _pin(cpus: Any) -> None:
+    """Run this runner, and so its zygotes and every job they fork, on the host's ``cpus``
+    (its home, sandbox/_cpus.py). Before the zygote starts: nothing forked earlier escapes.
+    A host that refuses keeps the runner unpinned (``hello`` says which CPUs it has)."""
+    if not cpus:
+        return
+    try:
+        os.sched_setaffinity(0, {int(cpu) for cpu in cpus})
+    except (OSError, ValueError, TypeError):
+        pass
+
+
 def main(argv: list[str]) -> int:
     """Entry point: ``python3 -I runner.py [--connect SOCKET]``; the config is the first frame."""
     here = globals().get("__file__")
@@ -3077,6 +3090,7 @@ def main(argv: list[str]) -> int:
     os.close(null)
     _set_dumpable(0)
     config = _read_config(rfd)
+    _pin(config.get("cpus"))
     root = str(config.get("root", "/work"))
     os.makedirs(root, exist_ok=True)
     runner = Runner(config, rfd, wfd)

@@ -36,6 +36,11 @@ class SandboxSettings(BaseModel):
     """How long starting one worker may take before ``SandboxUnavailable``."""
     host_grace_s: float = Field(default=3.0, gt=0)
     """Extra seconds the host waits past a job's timeout before it kills the whole worker."""
+    cpu_pinning: bool = True
+    """Each runner's jobs run on ``ceil(cpus)`` of the host's CPUs, the ones the fewest other
+    runners hold when it starts (sandbox/_cpus.py says why: local wake-ups and warm caches,
+    and a local job gets the compute a Docker container's quota gives it). ``False``: the
+    kernel places jobs on any CPU (a local job may then use every core)."""
     python_fastpath: bool = True
     """Jobs that run the runner's own interpreter plainly (``python3 -c CODE``, ``python3 -m
     MOD``, ``python3 FILE``, no flags, no start-up-changing ``PYTHON*`` variables) start as a
@@ -50,7 +55,8 @@ class SandboxSettings(BaseModel):
     stdout through the engine's attach API: works with a remote engine). ``auto``: socket for
     a local engine (unix socket URL), attach otherwise."""
     cpus: float = Field(default=1.0, gt=0)
-    """CPU quota of each container (``nano_cpus``)."""
+    """CPU quota of each container (``nano_cpus``); with ``cpu_pinning``, also how many CPUs
+    (rounded up) each runner's jobs run on, on both backends."""
     work_mb: int = Field(default=256, gt=0)
     """Size cap of the tmpfs that holds the work directories in a container."""
     runner_overhead_mb: int = Field(default=64, ge=16)

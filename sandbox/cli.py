@@ -83,8 +83,10 @@ def _smoke(kind: str, settings: SandboxSettings) -> tuple[bool, str, dict[str, A
             async with provider.session("python", timeout_s=20) as sandbox:
                 result = await sandbox.exec(["/bin/echo", "ok"])
                 report = dict(sandbox.runner_hello.get("isolation") or {})
+                cpus = sandbox.runner_hello.get("cpus")
             where = getattr(provider, "isolation", kind)
-            return f"{where}: echo -> {result.text().strip()!r}", report
+            home = f" (jobs on CPUs {cpus})" if cpus else ""
+            return f"{where}: echo -> {result.text().strip()!r}{home}", report
         finally:
             await provider.close()
 

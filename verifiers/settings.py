@@ -107,8 +107,9 @@ VARIABLES: tuple[Variable, ...] = (
         "VERIFIERS_LOCK_DIR",
         "/dev/shm (else the temp dir)",
         "Where machine-wide slot files live (`SyncEngine(machine_concurrency=)`, the "
-        "adapters' `machine_concurrency`).",
-        "verifiers/_machine.py",
+        "adapters' `machine_concurrency`, the sandbox runners' home CPUs of "
+        "`SandboxSettings.cpu_pinning`).",
+        "verifiers/_machine.py, sandbox/_cpus.py",
     ),
     Variable(
         "VERIFIERS_MACHINE_CONCURRENCY",

@@ -119,8 +119,13 @@ def _score(provider: Any, condition: str, retries: int) -> dict[str, tuple[str, 
     ]
 
     results = score_rows(provider, rows, retries=retries, retry_backoff_s=0.05, cache=False)
+    # An abstain keeps its evidence (the runner's numbers are in the message) for the report.
     return {
-        r.id: (r.status, r.error.kind if r.error else r.details.get("starvation")) for r in results
+        r.id: (
+            r.status,
+            f"{r.error.kind}: {r.error.message}" if r.error else r.details.get("starvation"),
+        )
+        for r in results
     }
 
 
@@ -131,7 +136,7 @@ def _expected(condition: str) -> dict[str, str]:
 def _verdict(status: str, detail: Any) -> str:
     """``fail``; ``starved`` for an infra abstain or a pass (a slow honest job that the
     runner's grace let finish: the other way load must never become a fail)."""
-    if status == "pass" or (status == "error" and detail == "infra"):
+    if status == "pass" or (status == "error" and str(detail).split(":")[0] == "infra"):
         return "starved"
     return status
 
@@ -187,7 +192,11 @@ def test_a_jobs_own_doings_stay_its_fail(new_provider: Any) -> None:
 def test_a_starved_job_abstains_and_a_self_inflicted_wait_does_not(
     new_provider: Any, cpu_hogs: None
 ) -> None:
-    verdicts = _score(new_provider(pool_size=1), "under_load", retries=0)
+    # Retried as the engine retries by default (EngineSettings.retries=2): an attack must look
+    # starved on every try to abstain, in production as here. A single try also abstained on
+    # a rare starved flood (ci20: output-flood, CPU budget 0.1 s, got < 0.1 CPU-s in the 3.2 s
+    # grace), a verdict the retry, under the same load, turns back into the fail.
+    verdicts = _score(new_provider(pool_size=1), "under_load", retries=2)
     print(json.dumps(verdicts))  # the evidence, in full, when it fails
     assert {k: _verdict(*v) for k, v in verdicts.items()} == _expected("under_load"), verdicts
 
