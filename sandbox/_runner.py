@@ -58,6 +58,7 @@ import base64
 import dataclasses
 import errno
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -1869,6 +1870,10 @@ class Runner:
         import types  # noqa: F401
         import zlib  # noqa: F401  (a job that unpacks a precompiled program, as code.tests')
 
+        # Every object so far (the preload's: bpy, numpy) into the permanent generation: a
+        # job's collections then never walk them, and never copy the pages their GC headers
+        # sit on (render jobs: ~1.5% less CPU, session 20).
+        gc.freeze()
         spare: _Spare | None = None
         while True:
             message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
