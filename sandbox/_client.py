@@ -689,11 +689,12 @@ class RunnerPool:
     async def _start(self, key: Hashable) -> RunnerHandle:
         """Start a runner on the least taken home CPUs (given back if it does not start)."""
         home = self.homes.take()
+        worker: RunnerHandle | None = None
         try:
             worker = await self._start_on(key, home)
-        except BaseException:
-            self.homes.give(home)
-            raise
+        finally:
+            if worker is None:  # failed or cancelled: nothing holds the home
+                self.homes.give(home)
         worker.home = home
         return worker
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from verifiers.sandbox._client import Channel
+
 from verifiers.engine import Engine, EngineSettings
 from verifiers.types import Result
 
@@ -24,3 +26,17 @@ def score_rows(provider: Any, rows: list[dict[str, Any]], **settings: Any) -> li
             await provider.close()
 
     return asyncio.run(main())
+
+
+class NoChannel(Channel):
+    """The channel of a stand-in worker (a test's scripted ``RunnerHandle``): nothing to read,
+    nothing can be written."""
+
+    async def read_exactly(self, size: int) -> bytes:
+        raise EOFError
+
+    async def write(self, data: bytes) -> None:
+        raise OSError("stand-in worker has no channel")
+
+    def close(self) -> None:
+        pass

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_helpers import NoChannel
 from verifiers.sandbox import Limits, SandboxSettings
-from verifiers.sandbox._client import Channel, RunnerHandle, RunnerSandbox
+from verifiers.sandbox._client import RunnerHandle, RunnerSandbox
 from verifiers.sandbox._local import LocalProvider, _system_python
 from verifiers.sandbox._runner import HEADER, b64
 
@@ -106,20 +107,9 @@ def test_a_session_is_one_frame_and_constant_files_travel_once() -> None:
             assert len(json.dumps(frames[0])) < 1500
 
 
-class _NoChannel(Channel):
-    async def read_exactly(self, size: int) -> bytes:
-        raise EOFError
-
-    async def write(self, data: bytes) -> None:
-        raise OSError("scripted worker has no channel")
-
-    def close(self) -> None:
-        pass
-
-
 class _Scripted(RunnerHandle):
     def __init__(self, replies: list[dict[str, Any]]) -> None:
-        super().__init__(_NoChannel(), "key")
+        super().__init__(NoChannel(), "key")
         self.hello = {"root": "/work"}
         self.replies = replies
         self.sent: list[dict[str, Any]] = []

@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_helpers import NoChannel
 from verifiers.sandbox import SandboxSettings
-from verifiers.sandbox._client import Channel, RunnerHandle, RunnerPool
+from verifiers.sandbox._client import RunnerHandle, RunnerPool
 from verifiers.sandbox._cpus import CpuHomes
+
+from verifiers.errors import SandboxUnavailable
 
 HOST_CPUS = sorted(os.sched_getaffinity(0))
 
@@ -86,20 +89,9 @@ def test_without_a_usable_lock_dir_homes_are_counted_in_this_process(tmp_path: P
     assert dict(homes.holders()) == {0: 1, 1: 1}
 
 
-class _NoChannel(Channel):
-    async def read_exactly(self, size: int) -> bytes:
-        raise EOFError
-
-    async def write(self, data: bytes) -> None:
-        raise OSError("stand-in worker")
-
-    def close(self) -> None:
-        pass
-
-
 class _Worker(RunnerHandle):
     def __init__(self, key: Hashable, started_on: tuple[int, ...]) -> None:
-        super().__init__(_NoChannel(), key)
+        super().__init__(NoChannel(), key)
         self.started_on = started_on
 
     async def kill(self) -> None:
@@ -130,6 +122,33 @@ def test_the_pool_starts_runners_on_their_homes_and_frees_a_killed_ones(tmp_path
         assert worker.home == () and pool.homes.holders()[worker.started_on[0]] == 1
         await pool.close()
         assert not pool.homes.holders()
+
+    asyncio.run(main())
+
+
+def test_a_start_that_fails_or_is_cancelled_gives_its_home_back(tmp_path: Path) -> None:
+    async def main() -> None:
+        gate = asyncio.Event()
+
+        async def start(key: Hashable, home: tuple[int, ...]) -> RunnerHandle:
+            if key == "broken":
+                raise SandboxUnavailable("no runner here")
+            await gate.wait()  # never set: cancelled below
+            raise AssertionError("unreachable")
+
+        pool = RunnerPool(start, SandboxSettings(pool_size=2, replenish=False))
+        pool.homes = CpuHomes(1.0, True, allowed=[0, 1], lock_dir=tmp_path)
+        with pytest.raises(SandboxUnavailable):
+            await pool.acquire("broken")
+        assert not pool.homes.holders()
+        waiting = asyncio.ensure_future(pool.acquire("slow"))
+        await asyncio.sleep(0.05)
+        assert sum(pool.homes.holders().values()) == 1  # held while it starts
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert not pool.homes.holders()
+        await pool.close()
 
     asyncio.run(main())
 

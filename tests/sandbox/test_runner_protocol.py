@@ -176,6 +176,45 @@ def test_python_fast_path_keeps_python3_semantics(runner: RunnerProcess) -> None
     assert reply["fast"] and unb64(reply["stdout"]).startswith(b"['arg'] ")
 
 
+def test_fast_path_jobs_find_the_zygotes_objects_frozen(runner: RunnerProcess) -> None:
+    """The zygote ``gc.freeze()``s before it forks (docs/sandbox.md): a job's collections never
+    walk the zygote's objects, and ``gc.get_objects()`` lists only what the job made."""
+    runner.call(op="begin")
+    code = "import gc; mine = [[] for _ in range(5)]; print(gc.get_freeze_count() > 1000, len(gc.get_objects()) < 1000)"
+    reply = _exec(runner, [PY, "-c", code])
+    assert reply["fast"] is True
+    assert unb64(reply["stdout"]) == b"True True\n"
+
+
+def _runner_with(config: dict[str, Any]) -> Iterator[RunnerProcess]:
+    root = tempfile.mkdtemp(prefix="verifiers-runner-test-")
+    os.chmod(root, 0o755)
+    process = RunnerProcess(os.path.join(root, "work"), **config)
+    try:
+        yield process
+    finally:
+        if process.proc.poll() is None:
+            process.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs two CPUs")
+def test_the_runner_pins_itself_and_every_job_to_its_home_cpus() -> None:
+    """``cpus`` in the config (sandbox/_cpus.py): the runner, its zygote's fast-path jobs and
+    forked programs all run there; CPUs the host does not have leave it unpinned."""
+    cpu = max(os.sched_getaffinity(0))
+    probe = "import os; print(sorted(os.sched_getaffinity(0)))"
+    for runner in _runner_with({"cpus": [cpu]}):
+        assert runner.hello["cpus"] == [cpu]
+        runner.call(op="begin")
+        fast = _exec(runner, [PY, "-c", probe])
+        forked = _exec(runner, [PY, "-S", "-c", probe])  # a flag: not the fast path
+        assert fast["fast"] is True and not forked.get("fast")
+        assert unb64(fast["stdout"]) == unb64(forked["stdout"]) == f"[{cpu}]\n".encode()
+    for runner in _runner_with({"cpus": [100_000]}):
+        assert runner.hello["cpus"] == sorted(os.sched_getaffinity(0))
+
+
 def test_preload_teardown_does_not_run_in_jobs() -> None:
     """Exit handlers the runtime's preload registered (bpy: Cycles and add-on teardown, ~50 ms
     per job) are the zygote's, not a job's: a job exits without them and still runs its own.
