@@ -37,10 +37,9 @@ from ._runner import (
     MAX_FRAME,
     PROTOCOL_VERSION,
     STARVE_GRACE,
-    b64,
+    blob,
     decode_body,
     encode_frame,
-    unb64,
 )
 from ._settings import SandboxSettings
 
@@ -366,17 +365,17 @@ class RunnerSandbox(Sandbox):
             payload: dict[str, Any] = {}
             for name, data in files.items():
                 if not readonly or len(data) < _KEEP_MIN:
-                    payload[name] = b64(data)
+                    payload[name] = data
                     continue
                 digest = _digest(data)
                 if digest in self._worker.kept or digest in keeping:
                     payload[name] = {"sha": digest}
                 elif len(data) <= budget:
-                    payload[name] = {"b64": b64(data), "keep": digest}
+                    payload[name] = {"data": data, "keep": digest}
                     keeping[digest] = len(data)
                     budget -= len(data)
                 else:
-                    payload[name] = b64(data)
+                    payload[name] = data
             ops.append({"op": "write", "files": payload, "readonly": readonly})
         return ops, keeping
 
@@ -499,12 +498,12 @@ class RunnerSandbox(Sandbox):
             "limits": _limits_payload(lim),
         }
         if stdin:
-            request["stdin"] = b64(stdin)
+            request["stdin"] = bytes(stdin)
         preload = _digest(command.preload) if command.preload else ""
         if preload:  # sent once per runner, then named by hash (see Runner.warm_zygote)
             known = preload in self._worker.kept
             request["preload"] = (
-                {"sha": preload} if known else {"b64": b64(command.preload or b""), "keep": preload}
+                {"sha": preload} if known else {"data": command.preload or b"", "keep": preload}
             )
         started = time.monotonic()
         # A starved job may run on up to STARVE_GRACE times its timeout (the runner decides).
@@ -535,8 +534,8 @@ class RunnerSandbox(Sandbox):
             self._worker.kept.setdefault(preload, len(command.preload or b""))
         result = ExecResult(
             returncode=int(reply["returncode"]),
-            stdout=unb64(reply["stdout"]),
-            stderr=unb64(reply["stderr"]),
+            stdout=blob(reply["stdout"], "stdout"),
+            stderr=blob(reply["stderr"], "stderr"),
             truncated=bool(reply["truncated"]),
             timed_out=bool(reply["timed_out"]),
             oom_killed=bool(reply["oom_killed"]),
@@ -634,7 +633,7 @@ class RunnerSandbox(Sandbox):
             if kind in ("too_large", "bad_path", "bad_request"):
                 raise BadInput(f"cannot read sandbox file {path!r}: {reply.get('error')}")
             raise InfraError(f"sandbox runner failed to read {path!r}: {reply.get('error')}")
-        return unb64(reply["data"])
+        return blob(reply["data"], "data")
 
     async def close(self) -> None:
         if self._closed:

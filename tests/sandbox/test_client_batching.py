@@ -16,7 +16,7 @@ from sandbox_helpers import NoChannel
 from verifiers.sandbox import Limits, SandboxSettings
 from verifiers.sandbox._client import RunnerHandle, RunnerSandbox
 from verifiers.sandbox._local import LocalProvider, _system_python
-from verifiers.sandbox._runner import HEADER, b64
+from verifiers.sandbox._runner import HEADER, decode_body
 
 PY = _system_python()
 
@@ -26,7 +26,7 @@ def _frames(chunks: list[bytes]) -> list[dict[str, Any]]:
     out = []
     while data:
         (size,) = HEADER.unpack(data[: HEADER.size])
-        out.append(json.loads(data[HEADER.size : HEADER.size + size]))
+        out.append(decode_body(data[HEADER.size : HEADER.size + size]))
         data = data[HEADER.size + size :]
     return out
 
@@ -101,10 +101,10 @@ def test_a_session_is_one_frame_and_constant_files_travel_once() -> None:
             assert [o["op"] for o in ops] == ["begin", "write", "write", "exec"]
         kept = ops[2]["files"][".judge/j.py"]
         if i == 0:
-            assert set(kept) == {"b64", "keep"}
+            assert set(kept) == {"data", "keep"} and kept["data"] == judge
         else:
             assert set(kept) == {"sha"}  # named by hash: 64 bytes instead of 10 KB
-            assert len(json.dumps(frames[0])) < 1500
+            assert len(json.dumps(frames[0], default=len)) < 1500
 
 
 class _Scripted(RunnerHandle):
@@ -126,7 +126,7 @@ class _Scripted(RunnerHandle):
 
 
 def test_a_tainted_runner_hands_the_session_to_a_fresh_one_before_anything_runs() -> None:
-    ran = {"ok": True, "returncode": 0, "stdout": b64(b"hi\n"), "stderr": "", "truncated": False}
+    ran = {"ok": True, "returncode": 0, "stdout": b"hi\n", "stderr": b"", "truncated": False}
     ran |= {"timed_out": False, "oom_killed": False, "duration_s": 0.01, "cpu_s": 0.0}
     ran |= {"peak_memory_mb": 1.0, "leftover": 0}
     refused = {"ok": False, "kind": "tainted", "error": "1 job processes survived"}

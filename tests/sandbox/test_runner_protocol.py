@@ -6,6 +6,7 @@ isolation itself.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 from verifiers.sandbox._local import _system_python, runner_path
-from verifiers.sandbox._runner import HEADER, b64, decode_body, encode_frame, unb64
+from verifiers.sandbox._runner import HEADER, decode_body, encode_frame
 
 # Jobs run as another uid: use an interpreter every uid can execute.
 PY = _system_python()
@@ -76,18 +77,59 @@ def runner() -> Iterator[RunnerProcess]:
 
 
 def test_frame_roundtrip() -> None:
-    message = {"op": "exec", "argv": ["a", "ü"], "stdin": b64(b"\x00\xff")}
+    message = {"op": "exec", "argv": ["a", "ü"], "stdin": b"\x00\xff"}
     frame = encode_frame(message)
     (size,) = HEADER.unpack(frame[: HEADER.size])
     assert size == len(frame) - HEADER.size
     body = decode_body(frame[HEADER.size :])
-    assert body == message and unb64(body["stdin"]) == b"\x00\xff"
+    assert body == message and body["stdin"] == b"\x00\xff"
     with pytest.raises(ValueError):
         decode_body(b"[1, 2]")
 
 
+def test_frame_bytes_travel_raw_after_the_json() -> None:
+    blend = bytes(range(256)) * 400  # newlines, NULs, quotes: every byte value
+    message = {
+        "op": "batch",
+        "ops": [{"op": "write", "files": {"a": blend, "b": {"data": b"", "keep": "h"}}}],
+        "note": 'a "\\u0000bytes" look-alike string\n',
+    }
+    frame = encode_frame(message)
+    assert blend in frame and base64.b64encode(blend[:300]) not in frame
+    text = frame[HEADER.size :].split(b"\n", 1)[0]
+    assert len(text) < 400  # the JSON names the bytes, it does not hold them
+    body = decode_body(frame[HEADER.size :])
+    assert body == message and type(body["ops"][0]["files"]["a"]) is bytes
+    assert encode_frame({"op": "ping"})[HEADER.size :] == b'{"op":"ping"}'  # no bytes: JSON
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"x":{"\\u0000bytes":[0,5]}}\nabcd',  # past the end
+        b'{"x":{"\\u0000bytes":[-1,1]}}\nabcd',
+        b'{"x":{"\\u0000bytes":[0,1],"y":1}}\nabcd',  # not the reference's shape
+        b'{"x":{"\\u0000bytes":"0,1"}}\nabcd',
+        b'{"x":{"\\u0000bytes":[0.0,1]}}\nabcd',
+        b'{"x":{"\\u0000bytes":[true,1]}}\nabcd',
+    ],
+)
+def test_frame_bad_bytes_reference_is_a_protocol_error(body: bytes) -> None:
+    with pytest.raises(ValueError, match="bytes reference"):
+        decode_body(body)
+
+
+def test_runner_refuses_text_where_bytes_belong(runner: RunnerProcess) -> None:
+    # Version 1 sent base64 text: now it is a bad request, never written as the text itself.
+    assert runner.call(op="begin")["ok"]
+    reply = runner.call(op="write", files={"a.txt": "ZGF0YQ=="})
+    assert reply["ok"] is False and reply["kind"] == "bad_request", reply
+    reply = runner.call(op="write", files={"a.txt": {"data": "ZGF0YQ==", "keep": "0" * 64}})
+    assert reply["ok"] is False and reply["kind"] == "bad_request", reply
+
+
 def test_hello_and_protocol_errors(runner: RunnerProcess) -> None:
-    assert runner.hello["op"] == "hello" and runner.hello["version"] == 1
+    assert runner.hello["op"] == "hello" and runner.hello["version"] == 2
     pong = runner.call(op="ping")
     assert pong["ok"] and pong["pong"] and pong["fds"] > 2 and pong["jobs"] == 0
     reply = runner.call(op="exec", argv=["true"])
@@ -101,13 +143,13 @@ def test_exec_roundtrip(runner: RunnerProcess) -> None:
     reply = runner.call(
         op="exec",
         argv=[PY, "-c", "import sys; d = sys.stdin.read(); print(d.upper()); sys.exit(3)"],
-        stdin=b64(b"hello"),
+        stdin=b"hello",
         timeout=20,
         limits={"memory_mb": 1024, "output_bytes": 1000},
     )
     assert reply["ok"], reply
     assert reply["returncode"] == 3
-    assert unb64(reply["stdout"]) == b"HELLO\n"
+    assert reply["stdout"] == b"HELLO\n"
     assert reply["timed_out"] is False and reply["truncated"] is False
     assert reply["cpu_s"] > 0 and reply["peak_memory_mb"] > 1
 
@@ -120,7 +162,7 @@ def test_output_cap_and_timeout(runner: RunnerProcess) -> None:
         timeout=20,
         limits={"memory_mb": 1024, "output_bytes": 1000},
     )
-    assert reply["truncated"] is True and len(unb64(reply["stdout"])) == 1000
+    assert reply["truncated"] is True and len(reply["stdout"]) == 1000
     reply = runner.call(op="exec", argv=["sleep", "30"], timeout=0.5, limits={})
     assert reply["timed_out"] is True and reply["returncode"] == -9
     assert reply["duration_s"] < 5
@@ -128,8 +170,8 @@ def test_output_cap_and_timeout(runner: RunnerProcess) -> None:
 
 def test_files_and_paths(runner: RunnerProcess) -> None:
     runner.call(op="begin")
-    assert runner.call(op="write", files={"a/b.txt": b64(b"data")}, readonly=False)["ok"]
-    assert unb64(runner.call(op="read", path="a/b.txt")["data"]) == b"data"
+    assert runner.call(op="write", files={"a/b.txt": b"data"}, readonly=False)["ok"]
+    assert runner.call(op="read", path="a/b.txt")["data"] == b"data"
     assert runner.call(op="read", path="missing")["kind"] == "not_found"
     assert runner.call(op="read", path="../etc/passwd")["kind"] == "bad_path"
     assert runner.call(op="read", path="/etc/passwd")["kind"] == "bad_path"
@@ -158,22 +200,22 @@ def test_python_fast_path_keeps_python3_semantics(runner: RunnerProcess) -> None
     )
     reply = _exec(runner, [PY, "-c", code, "x", "y"], env={"JOB_UID": str(runner.hello["job_uid"])})
     assert reply["fast"] is True
-    assert unb64(reply["stdout"]) == b"['-c', 'x', 'y'] True __main__ \nbye\n"
+    assert reply["stdout"] == b"['-c', 'x', 'y'] True __main__ \nbye\n"
     reply = _exec(runner, [PY, "-c", "import sys; sys.exit(3)"])
     assert reply["fast"] and reply["returncode"] == 3
     reply = _exec(runner, [PY, "-c", "raise SystemExit('custom message')"])
-    assert reply["returncode"] == 1 and unb64(reply["stderr"]) == b"custom message\n"
+    assert reply["returncode"] == 1 and reply["stderr"] == b"custom message\n"
     reply = _exec(runner, [PY, "-c", "x = 1\nraise ValueError('boom')"])
-    stderr = unb64(reply["stderr"]).decode()
+    stderr = reply["stderr"].decode()
     assert reply["returncode"] == 1
     assert stderr.startswith('Traceback (most recent call last):\n  File "<string>", line 2')
     assert stderr.endswith("ValueError: boom\n")
     # -m and script modes, with stdin
-    reply = _exec(runner, [PY, "-m", "json.tool"], stdin=b64(b'{"a": 1}'))
-    assert reply["fast"] and unb64(reply["stdout"]) == b'{\n    "a": 1\n}\n'
-    runner.call(op="write", files={"prog.py": b64(b"import sys\nprint(sys.argv[1:], __file__)")})
+    reply = _exec(runner, [PY, "-m", "json.tool"], stdin=b'{"a": 1}')
+    assert reply["fast"] and reply["stdout"] == b'{\n    "a": 1\n}\n'
+    runner.call(op="write", files={"prog.py": b"import sys\nprint(sys.argv[1:], __file__)"})
     reply = _exec(runner, [PY, "prog.py", "arg"])
-    assert reply["fast"] and unb64(reply["stdout"]).startswith(b"['arg'] ")
+    assert reply["fast"] and reply["stdout"].startswith(b"['arg'] ")
 
 
 def test_fast_path_jobs_find_the_zygotes_objects_frozen(runner: RunnerProcess) -> None:
@@ -183,7 +225,7 @@ def test_fast_path_jobs_find_the_zygotes_objects_frozen(runner: RunnerProcess) -
     code = "import gc; mine = [[] for _ in range(5)]; print(gc.get_freeze_count() > 1000, len(gc.get_objects()) < 1000)"
     reply = _exec(runner, [PY, "-c", code])
     assert reply["fast"] is True
-    assert unb64(reply["stdout"]) == b"True True\n"
+    assert reply["stdout"] == b"True True\n"
 
 
 def _runner_with(config: dict[str, Any]) -> Iterator[RunnerProcess]:
@@ -210,7 +252,7 @@ def test_the_runner_pins_itself_and_every_job_to_its_home_cpus() -> None:
         fast = _exec(runner, [PY, "-c", probe])
         forked = _exec(runner, [PY, "-S", "-c", probe])  # a flag: not the fast path
         assert fast["fast"] is True and not forked.get("fast")
-        assert unb64(fast["stdout"]) == unb64(forked["stdout"]) == f"[{cpu}]\n".encode()
+        assert fast["stdout"] == forked["stdout"] == f"[{cpu}]\n".encode()
     for runner in _runner_with({"cpus": [100_000]}):
         assert runner.hello["cpus"] == sorted(os.sched_getaffinity(0))
 
@@ -232,8 +274,8 @@ def test_preload_teardown_does_not_run_in_jobs() -> None:
         code = "import atexit\natexit.register(lambda: print('job teardown'))\nprint('ran')\n"
         reply = _exec(runner, [PY, "-c", code])
         assert reply["fast"] is True
-        assert unb64(reply["stdout"]) == b"ran\njob teardown\n"
-        assert unb64(reply["stderr"]) == b""
+        assert reply["stdout"] == b"ran\njob teardown\n"
+        assert reply["stderr"] == b""
     finally:
         runner.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -247,7 +289,7 @@ def test_python_fast_path_is_skipped_when_semantics_would_differ(runner: RunnerP
         (["/bin/echo", "1"], {}),  # another program
     ):
         reply = _exec(runner, argv, env=env)
-        assert reply["fast"] is False and unb64(reply["stdout"]) == b"1\n", argv
+        assert reply["fast"] is False and reply["stdout"] == b"1\n", argv
 
 
 def test_python_fast_path_limits_and_timeouts(runner: RunnerProcess) -> None:
@@ -264,14 +306,14 @@ def test_python_fast_path_limits_and_timeouts(runner: RunnerProcess) -> None:
     )
     assert reply["fast"] and reply["oom_killed"] and reply["returncode"] == 1
     again = _exec(runner, [PY, "-c", "print('still fine')"])
-    assert again["fast"] and unb64(again["stdout"]) == b"still fine\n"
+    assert again["fast"] and again["stdout"] == b"still fine\n"
 
 
 def test_fast_path_spec_larger_than_a_pipe_buffer(runner: RunnerProcess) -> None:
     runner.call(op="begin")
     code = "x = 1\n" + "#" * 300_000 + "\nprint('big', x)"
     reply = _exec(runner, [PY, "-c", code])
-    assert reply["fast"] is True and unb64(reply["stdout"]) == b"big 1\n"
+    assert reply["fast"] is True and reply["stdout"] == b"big 1\n"
 
 
 def test_batch_runs_in_order_and_stops_at_the_first_failure(runner: RunnerProcess) -> None:
@@ -279,18 +321,18 @@ def test_batch_runs_in_order_and_stops_at_the_first_failure(runner: RunnerProces
         op="batch",
         ops=[
             {"op": "begin"},
-            {"op": "write", "files": {"in.txt": b64(b"abc")}, "readonly": True},
+            {"op": "write", "files": {"in.txt": b"abc"}, "readonly": True},
             {"op": "exec", "argv": [PY, "-c", "print(open('in.txt').read()[::-1])"]},
         ],
     )
     assert reply["ok"], reply
     begin, write, run = reply["replies"]
     assert begin["ok"] and write["ok"] and write["written"] == 3
-    assert run["ok"] and unb64(run["stdout"]) == b"cba\n"
+    assert run["ok"] and run["stdout"] == b"cba\n"
     reply = runner.call(
         op="batch",
         ops=[
-            {"op": "write", "files": {"../x": b64(b"no")}},
+            {"op": "write", "files": {"../x": b"no"}},
             {"op": "exec", "argv": ["/bin/true"]},
         ],
     )
@@ -309,7 +351,7 @@ def test_batch_runs_in_order_and_stops_at_the_first_failure(runner: RunnerProces
     )
     kinds = [r.get("kind") for r in reply["replies"]]
     assert kinds == ["not_found", None, "not_found"], reply  # the last read never ran
-    assert unb64(reply["replies"][1]["data"]) == b"abc"
+    assert reply["replies"][1]["data"] == b"abc"
     assert runner.call(op="batch", ops=[{"op": "batch", "ops": []}])["kind"] == "bad_request"
     assert runner.call(op="batch", ops="begin")["kind"] == "bad_request"
 
@@ -324,11 +366,9 @@ def test_kept_files_are_written_fresh_and_readonly_in_each_session(
     runner.call(op="begin")
     miss = runner.call(op="write", files={"j.py": {"sha": digest}}, readonly=True)
     assert miss["ok"] is False and miss["kind"] == "cache_miss"
-    forged = runner.call(
-        op="write", files={"j.py": {"b64": b64(b"x"), "keep": digest}}, readonly=True
-    )
+    forged = runner.call(op="write", files={"j.py": {"data": b"x", "keep": digest}}, readonly=True)
     assert forged["ok"] is False and forged["kind"] == "bad_request"
-    kept = {"b64": b64(data), "keep": digest}
+    kept = {"data": data, "keep": digest}
     assert runner.call(op="write", files={"j.py": kept}, readonly=True)["ok"]
     runner.call(op="end")
     for _ in range(2):
@@ -342,13 +382,13 @@ def test_kept_files_are_written_fresh_and_readonly_in_each_session(
             "try:\n    os.remove('d/j.py')\nexcept OSError:\n    print('kept safe')\n"
         )
         reply = _exec(runner, [PY, "-c", probe])
-        assert unb64(reply["stdout"]) == b"True 0o444 False\nkept safe\n", reply
+        assert reply["stdout"] == b"True 0o444 False\nkept safe\n", reply
         runner.call(op="end")
     # Only read-only files are kept: a writable one with a hash is written but not kept.
     runner.call(op="begin")
     other = b"y" * 2000
     other_digest = hashlib.sha256(other).hexdigest()
-    assert runner.call(op="write", files={"w": {"b64": b64(other), "keep": other_digest}})["ok"]
+    assert runner.call(op="write", files={"w": {"data": other, "keep": other_digest}})["ok"]
     assert runner.call(op="write", files={"w2": {"sha": other_digest}})["kind"] == "cache_miss"
 
 
@@ -390,6 +430,6 @@ def test_non_python_jobs_start_from_the_launcher_and_fall_back_to_fork(
         runner.call(op="exec", argv=["missing-command"]),
     ]
     assert [r["returncode"] for r in replies] == [0, 3, 127], replies
-    assert b"missing-command" in unb64(replies[2]["stderr"])
+    assert b"missing-command" in replies[2]["stderr"]
     want = [True, True, False] if os.geteuid() == 0 else [False, False, False]
     assert [r["launched"] for r in replies] == want, replies

@@ -110,7 +110,7 @@ async def _warm_checks(provider: Any) -> dict[str, Any]:
             message: dict[str, Any], timeout: float, after: list[dict[str, Any]] | None = None
         ) -> dict[str, Any]:
             if "preload" in message:
-                message = {**message, "preload": {"b64": "eA==", "keep": "0" * 64}}
+                message = {**message, "preload": {"data": b"x", "keep": "0" * 64}}
             return dict(await sent(message, timeout, after))
 
         sb._request = forged
