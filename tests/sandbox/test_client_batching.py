@@ -6,7 +6,6 @@ recovery path."""
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from sandbox_helpers import NoChannel
 from verifiers.sandbox import Limits, SandboxSettings
 from verifiers.sandbox._client import RunnerHandle, RunnerSandbox
 from verifiers.sandbox._local import LocalProvider, _system_python
-from verifiers.sandbox._runner import HEADER, decode_body
+from verifiers.sandbox._runner import HEADER, decode_body, encode_frame
 
 PY = _system_python()
 
@@ -104,7 +103,7 @@ def test_a_session_is_one_frame_and_constant_files_travel_once() -> None:
             assert set(kept) == {"data", "keep"} and kept["data"] == judge
         else:
             assert set(kept) == {"sha"}  # named by hash: 64 bytes instead of 10 KB
-            assert len(json.dumps(frames[0], default=len)) < 1500
+            assert len(encode_frame(frames[0])) < 1500  # the frame as it went on the wire
 
 
 class _Scripted(RunnerHandle):
